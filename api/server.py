@@ -1,0 +1,129 @@
+"""``coffer server``: load configuration, open storage, serve the API until signalled."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from aiohttp import web
+
+from api.app import create_app
+from api.tls import CertificateReloader
+from node.config import ConfigError, ServerConfig, dev_config, load_config
+from node.core.core import Core, CoreSettings, InitOutput
+from node.errors import CofferError
+from node.observability.logging import configure_logging
+from node.physical.factory import open_backend
+
+__all__ = ["main", "split_address"]
+
+log = logging.getLogger("coffer.server")
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"listener address {address!r} must be HOST:PORT")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="coffer server", description="Run a Coffer server.")
+    parser.add_argument("-config", "--config", action="append", default=[], help="config file or directory (repeatable)")
+    parser.add_argument("-dev", "--dev", action="store_true", help="in-memory, initialised and unsealed dev server")
+    parser.add_argument("-dev-listen-address", "--dev-listen-address", default=os.environ.get("COFFER_DEV_LISTEN_ADDRESS", "127.0.0.1:8200"))
+    parser.add_argument("-dev-root-token-id", "--dev-root-token-id", default=os.environ.get("COFFER_DEV_ROOT_TOKEN_ID", ""))
+    parser.add_argument("-log-level", "--log-level", default="")
+    return parser
+
+
+def _settings(config: ServerConfig) -> CoreSettings:
+    return CoreSettings(
+        storage_type=config.storage.type,
+        cluster_name=config.cluster_name,
+        api_addr=config.api_addr,
+        unauthenticated_metrics=config.telemetry.unauthenticated_metrics_access,
+        default_lease_ttl=config.default_lease_ttl,
+        max_lease_ttl=config.max_lease_ttl,
+    )
+
+
+def _dev_banner(address: str, output: InitOutput) -> str:
+    return (
+        "==> Coffer server started in development mode. Do not run this in production.\n\n"
+        "The server is already initialised and unsealed, in memory, over plain HTTP.\n"
+        f"    export COFFER_ADDR='http://{address}'\n\n"
+        f"Unseal Key: {output.keys_base64[0]}\n"
+        f"Root Token: {output.root_token}\n"
+    )
+
+
+async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None:
+    if config.seal is not None and config.seal.type != "shamir":
+        raise ConfigError(f"seal type {config.seal.type!r} is not supported by this build yet")
+    host, port = split_address(config.listener.address)
+    physical = open_backend(config.storage.type, config.storage.options)
+    core = Core(physical, _settings(config))
+    banner = ""
+    if dev:
+        banner = _dev_banner(config.listener.address, await core.dev_bootstrap(dev_root_token_id))
+    reloader = None
+    if not config.listener.tls_disable:
+        assert config.listener.tls_cert_file and config.listener.tls_key_file
+        reloader = CertificateReloader(
+            config.listener.tls_cert_file, config.listener.tls_key_file, config.listener.tls_min_version
+        )
+    app = create_app(core, config.listener.max_request_size)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=reloader.context if reloader else None, reuse_address=True)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if reloader is not None:
+        loop.add_signal_handler(signal.SIGHUP, reloader.reload)
+    log.info(
+        "listening",
+        extra={"event": "server.listening", "address": config.listener.address, "tls": reloader is not None, "storage": config.storage.type},
+    )
+    if banner:
+        print(banner, flush=True)
+    print(f"==> Coffer server listening on {config.listener.address}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        log.info("shutting down", extra={"event": "server.stopping"})
+        await runner.cleanup()
+        await core.seal()
+        await core.close()
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.dev:
+            config = dev_config(args.dev_listen_address)
+        elif args.config:
+            config = load_config(args.config)
+        else:
+            print("Error: a configuration file must be given with -config, or use -dev", file=sys.stderr)
+            return 1
+    except ConfigError as exc:
+        print(f"Error loading configuration: {exc}", file=sys.stderr)
+        return 1
+    configure_logging(args.log_level or config.log_level)
+    try:
+        asyncio.run(serve(config, args.dev, args.dev_root_token_id))
+    except (ConfigError, CofferError, OSError) as exc:
+        message = "; ".join(exc.messages) if isinstance(exc, CofferError) else str(exc)
+        print(f"Error starting server: {message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0

@@ -1,0 +1,147 @@
+"""The security barrier: encrypts on the way down, decrypts on the way up."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from node.barrier.aead import DecryptionError, frame_term, open_sealed, seal_value
+from node.barrier.keyring import Keyring
+from node.errors import SealedError, StorageError
+from node.physical.base import PhysicalBackend, Put, TxnOp
+
+__all__ = ["KEYRING_PATH", "Barrier", "StoredValue"]
+
+#: Physical key of the keyring, encrypted under the root key (not the keyring).
+KEYRING_PATH = "core/keyring"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredValue:
+    """A decrypted value and the physical revision it was read at."""
+
+    key: str
+    value: bytes
+    revision: int
+
+
+class Barrier:
+    """AES-256-GCM over a physical backend, with a rotating keyring.
+
+    Sealed means the barrier holds no keys: every read and write raises
+    ``SealedError``. The root key only ever lives in memory while unsealed.
+    """
+
+    def __init__(self, physical: PhysicalBackend) -> None:
+        self.physical = physical
+        self._root_key: bytes | None = None
+        self._keyring: Keyring | None = None
+        self._encryptions: dict[int, int] = {}
+        self._rotate_lock = asyncio.Lock()
+
+    @property
+    def sealed(self) -> bool:
+        return self._keyring is None
+
+    async def initialize(self, root_key: bytes) -> None:
+        """Create the first keyring and store it under ``root_key``."""
+        keyring = Keyring.new()
+        await self._store_keyring(root_key, keyring, expect=0)
+        self._root_key, self._keyring = root_key, keyring
+
+    async def unseal(self, root_key: bytes) -> None:
+        entry = await self.physical.get(KEYRING_PATH)
+        if entry is None:
+            raise StorageError("keyring missing from storage")
+        try:
+            raw = open_sealed(root_key, KEYRING_PATH, entry.value)
+        except DecryptionError as exc:
+            raise StorageError("keyring does not open with this root key") from exc
+        self._root_key, self._keyring = root_key, Keyring.deserialize(raw)
+
+    def seal(self) -> None:
+        self._root_key = None
+        self._keyring = None
+
+    async def rotate(self) -> int:
+        """Add a key term; new writes use it, older terms still decrypt."""
+        async with self._rotate_lock:
+            root_key, _ = self._keys()
+            entry = await self.physical.get(KEYRING_PATH)
+            current = Keyring.deserialize(open_sealed(root_key, KEYRING_PATH, entry.value)) if entry else self._keys()[1]
+            rotated = current.rotated()
+            await self._store_keyring(root_key, rotated, expect=entry.revision if entry else 0)
+            self._keyring = rotated
+            return rotated.active.term
+
+    async def reload_keyring(self) -> None:
+        """Re-read the keyring after another node rotated it."""
+        root_key, _ = self._keys()
+        await self.unseal(root_key)
+
+    def key_status(self) -> tuple[int, str, int]:
+        """Active term, its install time and encryptions under it since unseal."""
+        _, keyring = self._keys()
+        active = keyring.active
+        return active.term, active.install_time, self._encryptions.get(active.term, 0)
+
+    # -- storage ------------------------------------------------------------
+
+    async def get(self, key: str) -> StoredValue | None:
+        entry = await self.physical.get(key)
+        if entry is None:
+            return None
+        return StoredValue(key, self._decrypt(key, entry.value), entry.revision)
+
+    async def put(self, key: str, value: bytes) -> int:
+        return await self.physical.put(key, self._encrypt(key, value))
+
+    async def delete(self, key: str) -> None:
+        self._keys()
+        await self.physical.delete(key)
+
+    async def list(self, prefix: str) -> list[str]:
+        self._keys()
+        return await self.physical.list(prefix)
+
+    async def commit(self, ops: Sequence[TxnOp]) -> int:
+        encrypted: list[TxnOp] = []
+        for op in ops:
+            if isinstance(op, Put):
+                encrypted.append(Put(op.key, self._encrypt(op.key, op.value), op.expect))
+            else:
+                self._keys()
+                encrypted.append(op)
+        return await self.physical.commit(encrypted)
+
+    # -- internals ------------------------------------------------------------
+
+    def _keys(self) -> tuple[bytes, Keyring]:
+        if self._root_key is None or self._keyring is None:
+            raise SealedError()
+        return self._root_key, self._keyring
+
+    def _encrypt(self, key: str, value: bytes) -> bytes:
+        _, keyring = self._keys()
+        active = keyring.active
+        self._encryptions[active.term] = self._encryptions.get(active.term, 0) + 1
+        return seal_value(active.key, active.term, key, value)
+
+    def _decrypt(self, key: str, frame: bytes) -> bytes:
+        _, keyring = self._keys()
+        try:
+            term_key = keyring.key_for(frame_term(frame))
+            if term_key is None:
+                raise DecryptionError("unknown key term")
+            return open_sealed(term_key, key, frame)
+        except DecryptionError as exc:
+            raise StorageError(f"value at {key!r} failed to decrypt") from exc
+
+    async def _store_keyring(self, root_key: bytes, keyring: Keyring, expect: int) -> None:
+        frame = seal_value(root_key, 0, KEYRING_PATH, keyring.serialize())
+        await self.physical.commit([Put(KEYRING_PATH, frame, expect)])
+
+
+
+

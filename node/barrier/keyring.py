@@ -1,0 +1,77 @@
+"""Key terms of the barrier: the active term encrypts, every term decrypts."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+__all__ = ["KeyTerm", "Keyring"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTerm:
+    term: int
+    key: bytes
+    install_time: str
+
+    def __repr__(self) -> str:
+        return f"KeyTerm(term={self.term}, install_time={self.install_time!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Keyring:
+    """Immutable keyring; ``rotated`` returns a new one with one more term."""
+
+    terms: tuple[KeyTerm, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def new(cls) -> Keyring:
+        return cls((KeyTerm(1, os.urandom(32), _now()),))
+
+    @property
+    def active(self) -> KeyTerm:
+        return self.terms[-1]
+
+    def key_for(self, term: int) -> bytes | None:
+        for candidate in self.terms:
+            if candidate.term == term:
+                return candidate.key
+        return None
+
+    def rotated(self) -> Keyring:
+        return Keyring((*self.terms, KeyTerm(self.active.term + 1, os.urandom(32), _now())))
+
+    def serialize(self) -> bytes:
+        return json.dumps(
+            {
+                "version": 1,
+                "terms": [
+                    {
+                        "term": t.term,
+                        "key": base64.b64encode(t.key).decode(),
+                        "install_time": t.install_time,
+                    }
+                    for t in self.terms
+                ],
+            }
+        ).encode()
+
+    @classmethod
+    def deserialize(cls, raw: bytes) -> Keyring:
+        doc = json.loads(raw)
+        return cls(
+            tuple(
+                KeyTerm(int(t["term"]), base64.b64decode(t["key"]), str(t["install_time"]))
+                for t in doc["terms"]
+            )
+        )
+
+    def __repr__(self) -> str:
+        return f"Keyring(active_term={self.active.term if self.terms else 0})"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,90 @@
+"""Prefix-jailed storage handed to each mount and subsystem."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from node.barrier.barrier import StoredValue
+from node.errors import InvalidRequestError
+from node.physical.base import Check, Delete, Put, TxnOp
+
+__all__ = ["BarrierView", "Storage"]
+
+
+class Storage(Protocol):
+    """What a view needs from the layer below (the barrier or another view)."""
+
+    async def get(self, key: str) -> StoredValue | None: ...
+
+    async def put(self, key: str, value: bytes) -> int: ...
+
+    async def delete(self, key: str) -> None: ...
+
+    async def list(self, prefix: str) -> list[str]: ...
+
+    async def commit(self, ops: Sequence[TxnOp]) -> int: ...
+
+
+class BarrierView:
+    """A chroot over the barrier: every key is prefixed, ``..`` is refused.
+
+    Engines get a view of ``logical/<uuid>/`` and can never name a key
+    outside it, so one mount cannot read another's data.
+    """
+
+    def __init__(self, storage: Storage, prefix: str) -> None:
+        if prefix and not prefix.endswith("/"):
+            raise ValueError("view prefix must end with '/'")
+        self._storage = storage
+        self.prefix = prefix
+
+    def sub_view(self, prefix: str) -> BarrierView:
+        return BarrierView(self._storage, self.prefix + prefix)
+
+    def _full(self, key: str) -> str:
+        if any(part == ".." for part in key.split("/")):
+            raise InvalidRequestError("path may not contain '..' segments")
+        return self.prefix + key
+
+    async def get(self, key: str) -> StoredValue | None:
+        found = await self._storage.get(self._full(key))
+        return StoredValue(key, found.value, found.revision) if found else None
+
+    async def put(self, key: str, value: bytes) -> int:
+        return await self._storage.put(self._full(key), value)
+
+    async def delete(self, key: str) -> None:
+        await self._storage.delete(self._full(key))
+
+    async def list(self, prefix: str = "") -> list[str]:
+        return await self._storage.list(self._full(prefix))
+
+    async def commit(self, ops: Sequence[TxnOp]) -> int:
+        return await self._storage.commit([_prefixed(op, self._full(op.key)) for op in ops])
+
+    async def get_json(self, key: str) -> Any:
+        found = await self.get(key)
+        return json.loads(found.value) if found else None
+
+    async def put_json(self, key: str, value: Any) -> int:
+        return await self.put(key, json.dumps(value, separators=(",", ":")).encode())
+
+    async def list_recursive(self, prefix: str = "") -> list[str]:
+        """Every key below ``prefix`` (used when a mount is removed)."""
+        keys: list[str] = []
+        for child in await self.list(prefix):
+            if child.endswith("/"):
+                keys.extend(await self.list_recursive(prefix + child))
+            else:
+                keys.append(prefix + child)
+        return keys
+
+
+def _prefixed(op: TxnOp, key: str) -> TxnOp:
+    if isinstance(op, Put):
+        return Put(key, op.value, op.expect)
+    if isinstance(op, Delete):
+        return Delete(key, op.expect)
+    return Check(key, op.expect)

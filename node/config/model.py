@@ -1,0 +1,99 @@
+"""The validated server configuration: immutable, fully typed, defaults applied."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "DEFAULT_LEASE_TTL",
+    "DEFAULT_LOG_LEVEL",
+    "DEFAULT_MAX_REQUEST_SIZE",
+    "DEFAULT_PROMETHEUS_RETENTION",
+    "DEFAULT_TLS_MIN_VERSION",
+    "ListenerConfig",
+    "SealStanza",
+    "ServerConfig",
+    "StorageConfig",
+    "TelemetryConfig",
+]
+
+DEFAULT_ADDRESS = "127.0.0.1:8200"
+DEFAULT_MAX_REQUEST_SIZE = 32 * 1024 * 1024
+DEFAULT_TLS_MIN_VERSION = "tls12"
+DEFAULT_LEASE_TTL = 32 * 24 * 3600  # Vault's 768h, for both default and max
+DEFAULT_LOG_LEVEL = "info"
+DEFAULT_PROMETHEUS_RETENTION = 24 * 3600  # Vault's default; 0 disables Prometheus output
+
+_SECRET_SEAL_OPTIONS = frozenset({"pin"})
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerConfig:
+    """The single ``listener "tcp"`` (pyhcl merges repeated blocks, so one is all we support)."""
+
+    address: str = DEFAULT_ADDRESS
+    tls_disable: bool = False
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
+    tls_min_version: str = DEFAULT_TLS_MIN_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class StorageConfig:
+    """Storage type and its validated options, as ``node.physical.factory`` consumes them.
+
+    ``raft`` options always carry ``retry_join`` as a list of dicts (pyhcl
+    yields a dict for one block and a list for several).
+    """
+
+    type: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SealStanza:
+    """A ``seal`` stanza; options are strings, as the HSM library takes them."""
+
+    type: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # The PKCS#11 PIN unlocks the HSM: keep it out of logs and tracebacks.
+        shown = {
+            key: "<redacted>" if key in _SECRET_SEAL_OPTIONS else value
+            for key, value in self.options.items()
+        }
+        return f"SealStanza(type={self.type!r}, options={shown!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryConfig:
+    prometheus_retention_time: int = DEFAULT_PROMETHEUS_RETENTION
+    disable_hostname: bool = False
+    unauthenticated_metrics_access: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything ``coffer server`` needs to start; ``sources`` lists the files merged."""
+
+    listener: ListenerConfig
+    storage: StorageConfig
+    seal: SealStanza | None = None
+    ui: bool = False
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    api_addr: str = ""
+    cluster_addr: str = ""
+    cluster_name: str = ""
+    log_level: str = DEFAULT_LOG_LEVEL
+    default_lease_ttl: int = DEFAULT_LEASE_TTL
+    max_lease_ttl: int = DEFAULT_LEASE_TTL
+    sources: tuple[str, ...] = ()
+
+    @property
+    def seal_type(self) -> str:
+        """The seal in force: no ``seal`` stanza means Shamir."""
+        return self.seal.type if self.seal is not None else "shamir"

@@ -1,0 +1,305 @@
+"""Validation of one parsed config file into a typed, partial ``FileConfig``.
+
+Each file is checked on its own so that every error names the file it is in;
+merging the partial results is ``loader``'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from node.config.model import (
+    DEFAULT_ADDRESS,
+    DEFAULT_LEASE_TTL,
+    DEFAULT_MAX_REQUEST_SIZE,
+    DEFAULT_PROMETHEUS_RETENTION,
+    DEFAULT_TLS_MIN_VERSION,
+    ListenerConfig,
+    SealStanza,
+    StorageConfig,
+    TelemetryConfig,
+)
+from node.config.schema import (
+    Where,
+    as_block,
+    as_bool,
+    as_duration,
+    as_int,
+    as_str,
+    check_keys,
+    describe,
+    labelled_blocks,
+    optional,
+)
+
+__all__ = ["SCALAR_KEYS", "STANZA_KEYS", "FileConfig", "parse_file"]
+
+LOG_LEVELS = ("trace", "debug", "info", "warn", "error")
+TLS_VERSIONS = ("tls12", "tls13")
+
+_LISTENER_KEYS = (
+    "address",
+    "tls_disable",
+    "tls_cert_file",
+    "tls_key_file",
+    "max_request_size",
+    "tls_min_version",
+)
+# type -> (allowed keys, required keys)
+_STORAGE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "inmem": ((), ()),
+    "file": (("path",), ("path",)),
+    "raft": (("path", "node_id", "retry_join", "performance_multiplier"), ("path",)),
+}
+_RETRY_JOIN_KEYS = (
+    "leader_api_addr",
+    "leader_ca_cert_file",
+    "leader_client_cert_file",
+    "leader_client_key_file",
+    "leader_tls_servername",
+)
+_PKCS11_KEYS = (
+    "lib",
+    "slot",
+    "pin",
+    "key_label",
+    "hmac_key_label",
+    "generate_key",
+    "mechanism",
+    "token_label",
+)
+_SEAL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "shamir": ((), ()),
+    # The PIN may come from the environment, as in Vault, so only these are required here.
+    "pkcs11": (_PKCS11_KEYS, ("lib", "key_label")),
+}
+_TELEMETRY_KEYS = (
+    "prometheus_retention_time",
+    "disable_hostname",
+    "unauthenticated_metrics_access",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FileConfig:
+    """What one file sets; ``None`` means it leaves the value to other files or defaults."""
+
+    source: str
+    listener: ListenerConfig | None = None
+    storage: StorageConfig | None = None
+    seal: SealStanza | None = None
+    telemetry: TelemetryConfig | None = None
+    ui: bool | None = None
+    api_addr: str | None = None
+    cluster_addr: str | None = None
+    cluster_name: str | None = None
+    log_level: str | None = None
+    default_lease_ttl: int | None = None
+    max_lease_ttl: int | None = None
+
+
+def parse_file(data: Any, source: str) -> FileConfig:
+    """Validate the top level of one file's pyhcl output."""
+    root = Where(source)
+    if not isinstance(data, dict):
+        raise root.error(f"expected an object at the top level, got {describe(data)}")
+    found: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _STANZAS:
+            found[key] = _STANZAS[key](value, root)
+        elif key in _SCALARS:
+            found[key] = _SCALARS[key](value, root.at(key))
+        elif isinstance(value, dict | list):
+            raise root.error(f'unknown stanza "{key}"')
+        else:
+            raise root.error(f'unknown key "{key}"')
+    found.pop("disable_mlock", None)  # Vault configs always carry it; memory locking is moot here
+    return FileConfig(source, **found)
+
+
+def _listener(value: Any, root: Where) -> ListenerConfig | None:
+    blocks = labelled_blocks(value, root.at("listener"))
+    for kind, _ in blocks:
+        if kind != "tcp":
+            raise root.at(f'listener "{kind}"').error("unknown listener type (supported: tcp)")
+    if not blocks:
+        return None
+    if len(blocks) > 1:
+        raise root.at('listener "tcp"').error("only one tcp listener is supported")
+    body = blocks[0][1]
+    where = root.at('listener "tcp"')
+    check_keys(body, where, _LISTENER_KEYS)
+    tls_disable = optional(body, "tls_disable", where, as_bool, False)
+    cert = optional(body, "tls_cert_file", where, _nonempty, None)
+    key = optional(body, "tls_key_file", where, _nonempty, None)
+    if not tls_disable:
+        for name, present in (("tls_cert_file", cert), ("tls_key_file", key)):
+            if present is None:
+                raise where.error(f'"{name}" is required unless tls_disable is true')
+    return ListenerConfig(
+        address=optional(body, "address", where, _address, DEFAULT_ADDRESS),
+        tls_disable=tls_disable,
+        tls_cert_file=cert,
+        tls_key_file=key,
+        max_request_size=(
+            optional(body, "max_request_size", where, _non_negative, 0) or DEFAULT_MAX_REQUEST_SIZE
+        ),
+        tls_min_version=optional(
+            body, "tls_min_version", where, _tls_version, DEFAULT_TLS_MIN_VERSION
+        ),
+    )
+
+
+def _storage(value: Any, root: Where) -> StorageConfig | None:
+    blocks = labelled_blocks(value, root.at("storage"))
+    if len(blocks) > 1:
+        kinds = ", ".join(f'"{kind}"' for kind, _ in blocks)
+        raise root.at("storage").error(
+            f"more than one storage stanza ({kinds}); only one is allowed"
+        )
+    if not blocks:
+        return None
+    kind, body = blocks[0]
+    where = root.at(f'storage "{kind}"')
+    if kind not in _STORAGE_KEYS:
+        raise where.error(f"unknown storage type (supported: {', '.join(_STORAGE_KEYS)})")
+    allowed, required = _STORAGE_KEYS[kind]
+    check_keys(body, where, allowed, required)
+    options: dict[str, Any] = {}
+    if "path" in body:
+        options["path"] = _nonempty(body["path"], where.at("path"))
+    if kind == "raft":
+        if "node_id" in body:
+            options["node_id"] = _nonempty(body["node_id"], where.at("node_id"))
+        if "performance_multiplier" in body:
+            options["performance_multiplier"] = _non_negative(
+                body["performance_multiplier"], where.at("performance_multiplier")
+            )
+        options["retry_join"] = _retry_joins(body.get("retry_join", []), where)
+    return StorageConfig(kind, options)
+
+
+def _retry_joins(value: Any, where: Where) -> list[dict[str, str]]:
+    blocks = value if isinstance(value, list) else [value]
+    joins: list[dict[str, str]] = []
+    for index, block in enumerate(blocks):
+        here = where.at(f"retry_join[{index}]" if len(blocks) > 1 else "retry_join")
+        if not isinstance(block, dict):
+            raise here.error(f"expected a block, got {describe(block)}")
+        check_keys(block, here, _RETRY_JOIN_KEYS, ("leader_api_addr",))
+        joins.append({key: _nonempty(raw, here.at(key)) for key, raw in block.items()})
+    return joins
+
+
+def _seal(value: Any, root: Where) -> SealStanza | None:
+    blocks = labelled_blocks(value, root.at("seal"))
+    if len(blocks) > 1:
+        kinds = ", ".join(f'"{kind}"' for kind, _ in blocks)
+        raise root.at("seal").error(f"more than one seal stanza ({kinds}); only one is allowed")
+    if not blocks:
+        return None
+    kind, body = blocks[0]
+    where = root.at(f'seal "{kind}"')
+    if kind not in _SEAL_KEYS:
+        raise where.error(f"unknown seal type (supported: {', '.join(_SEAL_KEYS)})")
+    allowed, required = _SEAL_KEYS[kind]
+    check_keys(body, where, allowed, required)
+    coerce: dict[str, Callable[[Any, Where], str]] = {
+        "slot": _slot,
+        "mechanism": _mechanism,
+        "generate_key": lambda raw, here: "true" if as_bool(raw, here) else "false",
+    }
+    return SealStanza(
+        kind, {key: coerce.get(key, as_str)(raw, where.at(key)) for key, raw in body.items()}
+    )
+
+
+def _telemetry(value: Any, root: Where) -> TelemetryConfig:
+    where = root.at("telemetry")
+    body = as_block(value, where)
+    check_keys(body, where, _TELEMETRY_KEYS)
+    return TelemetryConfig(
+        prometheus_retention_time=optional(
+            body, "prometheus_retention_time", where, as_duration, DEFAULT_PROMETHEUS_RETENTION
+        ),
+        disable_hostname=optional(body, "disable_hostname", where, as_bool, False),
+        unauthenticated_metrics_access=optional(
+            body, "unauthenticated_metrics_access", where, as_bool, False
+        ),
+    )
+
+
+def _nonempty(value: Any, where: Where) -> str:
+    text = as_str(value, where)
+    if not text.strip():
+        raise where.error("must not be empty")
+    return text
+
+
+def _non_negative(value: Any, where: Where) -> int:
+    number = as_int(value, where)
+    if number < 0:
+        raise where.error(f"must not be negative, got {number}")
+    return number
+
+
+def _address(value: Any, where: Where) -> str:
+    """``host:port`` (``[::1]:8200`` for IPv6); checked now so a typo fails before binding."""
+    text = as_str(value, where)
+    _, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise where.error(f'expected "host:port", got {describe(text)}')
+    return text
+
+
+def _tls_version(value: Any, where: Where) -> str:
+    text = as_str(value, where).lower()
+    if text not in TLS_VERSIONS:
+        raise where.error(f'expected "tls12" or "tls13", got {describe(value)}')
+    return text
+
+
+def _lease_ttl(value: Any, where: Where) -> int:
+    """0 means "the default", as in Vault."""
+    return as_duration(value, where) or DEFAULT_LEASE_TTL
+
+
+def _log_level(value: Any, where: Where) -> str:
+    text = as_str(value, where).strip().lower()
+    text = "warn" if text == "warning" else text
+    if text not in LOG_LEVELS:
+        raise where.error(f"expected one of {', '.join(LOG_LEVELS)}, got {describe(value)}")
+    return text
+
+
+def _slot(value: Any, where: Where) -> str:
+    return str(_non_negative(value, where))
+
+
+def _mechanism(value: Any, where: Where) -> str:
+    """Vault writes it as ``"0x1087"``; pyhcl turns a bare ``0x1087`` into an int."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return hex(value)
+    return _nonempty(value, where)
+
+
+_STANZAS: dict[str, Callable[[Any, Where], object]] = {
+    "listener": _listener,
+    "storage": _storage,
+    "seal": _seal,
+    "telemetry": _telemetry,
+}
+_SCALARS: dict[str, Callable[[Any, Where], object]] = {
+    "ui": as_bool,
+    "disable_mlock": as_bool,
+    "api_addr": as_str,
+    "cluster_addr": as_str,
+    "cluster_name": as_str,
+    "log_level": _log_level,
+    "default_lease_ttl": _lease_ttl,
+    "max_lease_ttl": _lease_ttl,
+}
+STANZA_KEYS = tuple(_STANZAS)
+SCALAR_KEYS = tuple(key for key in _SCALARS if key != "disable_mlock")

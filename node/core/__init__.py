@@ -1,0 +1,1 @@
+"""The core's lifecycle (uninitialised → sealed → unsealed) and request pipeline."""

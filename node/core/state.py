@@ -1,0 +1,42 @@
+"""Read-only views of the core's state for status endpoints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SealStatus"]
+
+
+@dataclass(frozen=True, slots=True)
+class SealStatus:
+    type: str
+    initialized: bool
+    sealed: bool
+    threshold: int
+    shares: int
+    progress: int
+    nonce: str
+    version: str
+    cluster_name: str
+    cluster_id: str
+    storage_type: str
+
+    def to_json(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "type": self.type,
+            "initialized": self.initialized,
+            "sealed": self.sealed,
+            "t": self.threshold,
+            "n": self.shares,
+            "progress": self.progress,
+            "nonce": self.nonce,
+            "version": self.version,
+            "build_date": "",
+            "migration": False,
+            "recovery_seal": False,
+            "storage_type": self.storage_type,
+        }
+        if not self.sealed:
+            body["cluster_name"] = self.cluster_name
+            body["cluster_id"] = self.cluster_id
+        return body

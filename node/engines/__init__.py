@@ -1,0 +1,1 @@
+"""Secrets engines mounted under paths, each seeing only its own storage view."""

@@ -1,0 +1,1 @@
+"""The ``sys/`` backend: control endpoints that need an unsealed core."""

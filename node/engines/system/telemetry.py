@@ -1,0 +1,36 @@
+"""``sys/metrics``: Prometheus text or the reference's JSON shape."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from node.errors import InvalidRequestError
+from node.framework import Field, FieldData, FieldType, Path
+from node.logical.request import Operation, Request
+from node.logical.response import Response
+from node.observability.metrics import CONTENT_TYPE_LATEST
+
+if TYPE_CHECKING:
+    from node.core.core import Core
+
+__all__ = ["telemetry_paths"]
+
+
+def telemetry_paths(core: Core) -> list[Path]:
+    async def metrics(request: Request, data: FieldData) -> Response:
+        fmt = data.get("format")
+        if fmt == "prometheus":
+            return Response(raw=core.metrics.prometheus_text(), raw_content_type=CONTENT_TYPE_LATEST)
+        if fmt:
+            raise InvalidRequestError(f"unknown metrics format {fmt!r}; use 'prometheus' or omit it")
+        return Response(raw=core.metrics.as_json())
+
+    return [
+        Path(
+            "metrics",
+            operations={Operation.READ: metrics},
+            fields={"format": Field(FieldType.STRING, "'prometheus' for the text format.", "")},
+            unauthenticated=core.settings.unauthenticated_metrics,
+            summary="Telemetry of this node.",
+        )
+    ]

@@ -1,0 +1,18 @@
+"""Names of the engine types that can be mounted (no imports of engines here)."""
+
+from __future__ import annotations
+
+from node.routing.mounts import MountEntry
+
+__all__ = ["ENGINE_TYPES", "kv_version"]
+
+ENGINE_TYPES = ("kv", "kv-v1", "kv-v2")
+
+
+def kv_version(entry: MountEntry) -> str:
+    """``kv-v2`` and ``kv`` with ``options.version = "2"`` are version 2."""
+    if entry.type == "kv-v2":
+        return "2"
+    if entry.type == "kv-v1":
+        return "1"
+    return entry.options.get("version", "1") or "1"

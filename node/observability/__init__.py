@@ -1,0 +1,1 @@
+"""Structured logs and Prometheus metrics; neither ever carries a secret."""

@@ -1,0 +1,110 @@
+"""The physical-backend protocol and the transaction operations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from node.errors import InvalidRequestError
+
+__all__ = [
+    "ANY_REVISION",
+    "Check",
+    "Delete",
+    "Entry",
+    "PhysicalBackend",
+    "Put",
+    "TxnOp",
+    "children_of",
+    "validate_key",
+]
+
+#: ``expect`` value meaning "do not check the revision".
+ANY_REVISION: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A stored value and its revision.
+
+    Revisions come from one backend-wide counter that never goes backwards,
+    so a deleted-then-recreated key never reuses a revision (no ABA).
+    """
+
+    key: str
+    value: bytes
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    """Write ``value`` at ``key``; with ``expect`` set, only if the key's
+    current revision equals it (0 means "must not exist")."""
+
+    key: str
+    value: bytes
+    expect: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Remove ``key`` (absent keys are fine unless ``expect`` says otherwise)."""
+
+    key: str
+    expect: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Assert ``key`` is at revision ``expect`` without changing it."""
+
+    key: str
+    expect: int
+
+
+TxnOp = Put | Delete | Check
+
+
+class PhysicalBackend(Protocol):
+    """Untrusted key-value storage of ciphertext.
+
+    Keys are ``/``-separated paths without a leading ``/``. ``list`` returns
+    the immediate children of a prefix, sorted, with ``/`` appended to names
+    that have children below them.
+    """
+
+    async def get(self, key: str) -> Entry | None: ...
+
+    async def put(self, key: str, value: bytes) -> int: ...
+
+    async def delete(self, key: str) -> None: ...
+
+    async def list(self, prefix: str) -> list[str]: ...
+
+    async def commit(self, ops: Sequence[TxnOp]) -> int:
+        """Apply every op or none; raise ``RevisionMismatchError`` on a failed
+        check. Returns the revision given to the writes."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def validate_key(key: str) -> None:
+    """Reject keys that cannot round-trip through every backend."""
+    if not key or key.startswith("/") or key.endswith("/") or "//" in key:
+        raise InvalidRequestError(f"invalid storage key {key!r}")
+    if any(part in (".", "..") for part in key.split("/")):
+        raise InvalidRequestError(f"invalid storage key {key!r}")
+    if "\x00" in key:
+        raise InvalidRequestError("storage keys may not contain NUL")
+
+
+def children_of(prefix: str, keys: Iterable[str]) -> list[str]:
+    """Immediate children of ``prefix`` among ``keys`` (which all start with it)."""
+    found: set[str] = set()
+    for key in keys:
+        rest = key[len(prefix) :]
+        head, sep, _ = rest.partition("/")
+        found.add(head + sep)
+    return sorted(found)

@@ -1,0 +1,69 @@
+"""In-memory physical backend for dev mode and tests."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from node.errors import RevisionMismatchError
+from node.physical.base import Delete, Entry, Put, TxnOp, children_of, validate_key
+
+__all__ = ["InmemBackend"]
+
+
+class InmemBackend:
+    """A sorted dict of key -> (value, revision).
+
+    Every method runs to completion without awaiting, so each call is atomic
+    on the event loop without a lock.
+    """
+
+    def __init__(self) -> None:
+        self._data: dict[str, tuple[bytes, int]] = {}
+        self._keys: list[str] = []
+        self._revision = 0
+
+    async def get(self, key: str) -> Entry | None:
+        validate_key(key)
+        found = self._data.get(key)
+        return Entry(key, found[0], found[1]) if found else None
+
+    async def put(self, key: str, value: bytes) -> int:
+        return self._apply([Put(key, value)])
+
+    async def delete(self, key: str) -> None:
+        self._apply([Delete(key)])
+
+    async def list(self, prefix: str) -> list[str]:
+        start = bisect.bisect_left(self._keys, prefix)
+        matched = []
+        for key in self._keys[start:]:
+            if not key.startswith(prefix):
+                break
+            matched.append(key)
+        return children_of(prefix, matched)
+
+    async def commit(self, ops: Sequence[TxnOp]) -> int:
+        return self._apply(ops)
+
+    async def close(self) -> None:
+        return None
+
+    def _apply(self, ops: Sequence[TxnOp]) -> int:
+        for op in ops:
+            validate_key(op.key)
+            if op.expect is not None:
+                current = self._data.get(op.key)
+                actual = current[1] if current else 0
+                if actual != op.expect:
+                    raise RevisionMismatchError(op.key, op.expect, actual)
+        self._revision += 1
+        for op in ops:
+            if isinstance(op, Put):
+                if op.key not in self._data:
+                    bisect.insort(self._keys, op.key)
+                self._data[op.key] = (op.value, self._revision)
+            elif isinstance(op, Delete) and op.key in self._data:
+                del self._data[op.key]
+                self._keys.pop(bisect.bisect_left(self._keys, op.key))
+        return self._revision

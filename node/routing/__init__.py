@@ -1,0 +1,1 @@
+"""Mount table and router: which backend owns which path prefix."""

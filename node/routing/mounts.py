@@ -1,0 +1,71 @@
+"""Mount entries and the persisted mount table."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from node.tokens.ids import random_base62
+
+__all__ = ["MountEntry", "new_mount"]
+
+
+@dataclass(frozen=True, slots=True)
+class MountEntry:
+    """One mounted engine; its data lives under ``logical/<uuid>/``."""
+
+    path: str
+    type: str
+    uuid: str
+    accessor: str
+    description: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
+    local: bool = False
+    seal_wrap: bool = False
+
+    @property
+    def storage_prefix(self) -> str:
+        return f"logical/{self.uuid}/"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> MountEntry:
+        return cls(**raw)
+
+    def describe(self) -> dict[str, Any]:
+        """The shape of one entry in a ``sys/mounts`` listing."""
+        return {
+            "type": self.type,
+            "description": self.description,
+            "accessor": self.accessor,
+            "uuid": self.uuid,
+            "config": {
+                "default_lease_ttl": self.config.get("default_lease_ttl", 0),
+                "max_lease_ttl": self.config.get("max_lease_ttl", 0),
+                "force_no_cache": self.config.get("force_no_cache", False),
+            },
+            "options": self.options or None,
+            "local": self.local,
+            "seal_wrap": self.seal_wrap,
+            "external_entropy_access": False,
+            "plugin_version": "",
+            "running_plugin_version": "",
+            "running_sha256": "",
+        }
+
+    def with_options(self, **changes: Any) -> MountEntry:
+        return replace(self, **changes)
+
+
+def new_mount(path: str, type_: str, **kwargs: Any) -> MountEntry:
+    return MountEntry(
+        path=path,
+        type=type_,
+        uuid=str(uuid.uuid4()),
+        accessor=f"{type_.replace('-', '_')}_{random_base62(8).lower()}",
+        **kwargs,
+    )

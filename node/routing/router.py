@@ -1,0 +1,49 @@
+"""Longest-prefix routing of request paths to mounted backends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from node.logical.backend import Backend
+from node.routing.mounts import MountEntry
+
+__all__ = ["RouteMatch", "Router"]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteMatch:
+    """The result of routing: a new value, the request is never mutated."""
+
+    mount: MountEntry
+    backend: Backend
+    relative_path: str
+
+
+class Router:
+    """Mount points (ending in ``/``) to backends."""
+
+    def __init__(self) -> None:
+        self._routes: dict[str, tuple[MountEntry, Backend]] = {}
+
+    def mount(self, entry: MountEntry, backend: Backend) -> None:
+        self._routes[entry.path] = (entry, backend)
+
+    def unmount(self, path: str) -> None:
+        self._routes.pop(path, None)
+
+    def clear(self) -> None:
+        self._routes.clear()
+
+    def entries(self) -> list[MountEntry]:
+        return [entry for entry, _ in self._routes.values()]
+
+    def match(self, path: str) -> RouteMatch | None:
+        probe = path if path.endswith("/") else path + "/"
+        best = ""
+        for mount_path in self._routes:
+            if probe.startswith(mount_path) and len(mount_path) > len(best):
+                best = mount_path
+        if not best:
+            return None
+        entry, backend = self._routes[best]
+        return RouteMatch(entry, backend, path[len(best) :])
