@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
         return server_main(args[1:])
     from node.cli.main import main as cli_main
 
-    return cli_main(args)
+    return int(cli_main(args))
 
 
 if __name__ == "__main__":

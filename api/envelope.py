@@ -23,7 +23,9 @@ def json_response(body: Any, status: int = 200) -> web.Response:
     )
 
 
-def error_response(status: int, messages: list[str], warnings: list[str] | None = None) -> web.Response:
+def error_response(
+    status: int, messages: list[str], warnings: list[str] | None = None
+) -> web.Response:
     body: dict[str, Any] = {"errors": messages}
     if warnings:
         body["warnings"] = warnings

@@ -44,12 +44,20 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        reason = {413: "request body too large", 404: "unsupported path", 405: "unsupported operation"}
+        reason = {
+            413: "request body too large",
+            404: "unsupported path",
+            405: "unsupported operation",
+        }
         return error_response(exc.status, [reason.get(exc.status, exc.reason)])
     except Exception as exc:  # noqa: BLE001 - the process must survive any input
         log.error(
             "unhandled error",
-            extra={"event": "http.internal_error", "error_type": type(exc).__name__, "path": request.path},
+            extra={
+                "event": "http.internal_error",
+                "error_type": type(exc).__name__,
+                "path": request.path,
+            },
         )
         return error_response(500, ["internal error"])
 

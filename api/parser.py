@@ -15,4 +15,4 @@ __all__ = ["use_extension_method_parser"]
 
 
 def use_extension_method_parser() -> None:
-    aiohttp.web_protocol.HttpRequestParser = aiohttp.http_parser.HttpRequestParserPy  # type: ignore[misc]
+    aiohttp.web_protocol.HttpRequestParser = aiohttp.http_parser.HttpRequestParserPy  # type: ignore[attr-defined]

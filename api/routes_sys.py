@@ -34,17 +34,28 @@ async def init(request: web.Request) -> web.Response:
     body = await read_json_body(request)
     unsupported = [k for k in ("pgp_keys", "root_token_pgp_key") if body.get(k)]
     if unsupported:
-        raise InvalidRequestError(f"parameters {','.join(unsupported)} are not supported; PGP encryption of keys is not available")
-    recovery = [k for k in ("recovery_shares", "recovery_threshold", "recovery_pgp_keys") if body.get(k)]
+        raise InvalidRequestError(
+            f"parameters {','.join(unsupported)} are not supported: "
+            "PGP encryption of keys is not available"
+        )
+    recovery = [
+        k for k in ("recovery_shares", "recovery_threshold", "recovery_pgp_keys") if body.get(k)
+    ]
     if recovery:
-        raise InvalidRequestError(f"parameters {','.join(recovery)} not applicable to seal type shamir")
+        raise InvalidRequestError(
+            f"parameters {','.join(recovery)} not applicable to seal type shamir"
+        )
     if _int_field(body, "stored_shares"):
         raise InvalidRequestError("stored_shares is not applicable to seal type shamir")
     output = await request.app[CORE].initialize(
         _int_field(body, "secret_shares"), _int_field(body, "secret_threshold")
     )
     return json_response(
-        {"keys": output.keys_hex, "keys_base64": output.keys_base64, "root_token": output.root_token}
+        {
+            "keys": output.keys_hex,
+            "keys_base64": output.keys_base64,
+            "root_token": output.root_token,
+        }
     )
 
 
@@ -63,7 +74,9 @@ async def unseal(request: web.Request) -> web.Response:
         return json_response((await core.reset_unseal()).to_json())
     key = body.get("key")
     if not key:
-        raise InvalidRequestError("'key' must be specified in request body as JSON, or 'reset' set to true")
+        raise InvalidRequestError(
+            "'key' must be specified in request body as JSON, or 'reset' set to true"
+        )
     if not isinstance(key, str):
         raise InvalidRequestError("'key' must be a string")
     if not await core.initialized():

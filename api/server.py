@@ -33,10 +33,26 @@ def split_address(address: str) -> tuple[str, int]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coffer server", description="Run a Coffer server.")
-    parser.add_argument("-config", "--config", action="append", default=[], help="config file or directory (repeatable)")
-    parser.add_argument("-dev", "--dev", action="store_true", help="in-memory, initialised and unsealed dev server")
-    parser.add_argument("-dev-listen-address", "--dev-listen-address", default=os.environ.get("COFFER_DEV_LISTEN_ADDRESS", "127.0.0.1:8200"))
-    parser.add_argument("-dev-root-token-id", "--dev-root-token-id", default=os.environ.get("COFFER_DEV_ROOT_TOKEN_ID", ""))
+    parser.add_argument(
+        "-config",
+        "--config",
+        action="append",
+        default=[],
+        help="config file or directory (repeatable)",
+    )
+    parser.add_argument(
+        "-dev", "--dev", action="store_true", help="in-memory, initialised and unsealed dev server"
+    )
+    parser.add_argument(
+        "-dev-listen-address",
+        "--dev-listen-address",
+        default=os.environ.get("COFFER_DEV_LISTEN_ADDRESS", "127.0.0.1:8200"),
+    )
+    parser.add_argument(
+        "-dev-root-token-id",
+        "--dev-root-token-id",
+        default=os.environ.get("COFFER_DEV_ROOT_TOKEN_ID", ""),
+    )
     parser.add_argument("-log-level", "--log-level", default="")
     return parser
 
@@ -75,12 +91,16 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
     if not config.listener.tls_disable:
         assert config.listener.tls_cert_file and config.listener.tls_key_file
         reloader = CertificateReloader(
-            config.listener.tls_cert_file, config.listener.tls_key_file, config.listener.tls_min_version
+            config.listener.tls_cert_file,
+            config.listener.tls_key_file,
+            config.listener.tls_min_version,
         )
     app = create_app(core, config.listener.max_request_size)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=reloader.context if reloader else None, reuse_address=True)
+    site = web.TCPSite(
+        runner, host, port, ssl_context=reloader.context if reloader else None, reuse_address=True
+    )
     await site.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -90,7 +110,12 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
         loop.add_signal_handler(signal.SIGHUP, reloader.reload)
     log.info(
         "listening",
-        extra={"event": "server.listening", "address": config.listener.address, "tls": reloader is not None, "storage": config.storage.type},
+        extra={
+            "event": "server.listening",
+            "address": config.listener.address,
+            "tls": reloader is not None,
+            "storage": config.storage.type,
+        },
     )
     if banner:
         print(banner, flush=True)
@@ -112,7 +137,10 @@ def main(argv: list[str]) -> int:
         elif args.config:
             config = load_config(args.config)
         else:
-            print("Error: a configuration file must be given with -config, or use -dev", file=sys.stderr)
+            print(
+                "Error: a configuration file must be given with -config, or use -dev",
+                file=sys.stderr,
+            )
             return 1
     except ConfigError as exc:
         print(f"Error loading configuration: {exc}", file=sys.stderr)

@@ -35,5 +35,7 @@ class CertificateReloader:
                 extra={"event": "tls.reload_failed", "error_type": type(exc).__name__},
             )
             return False
-        log.info("certificate reloaded", extra={"event": "tls.reloaded", "cert_file": self.cert_file})
+        log.info(
+            "certificate reloaded", extra={"event": "tls.reloaded", "cert_file": self.cert_file}
+        )
         return True

@@ -18,7 +18,9 @@ _TRUE = ("", "true", "1", "t")
 
 def header(request: web.Request, suffix: str) -> str:
     """``X-Service-<suffix>``, falling back to ``X-Vault-<suffix>`` for Vault clients."""
-    return request.headers.get(f"X-Service-{suffix}") or request.headers.get(f"X-Vault-{suffix}") or ""
+    return (
+        request.headers.get(f"X-Service-{suffix}") or request.headers.get(f"X-Vault-{suffix}") or ""
+    )
 
 
 def client_token(request: web.Request) -> str:

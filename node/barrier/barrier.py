@@ -69,7 +69,11 @@ class Barrier:
         async with self._rotate_lock:
             root_key, _ = self._keys()
             entry = await self.physical.get(KEYRING_PATH)
-            current = Keyring.deserialize(open_sealed(root_key, KEYRING_PATH, entry.value)) if entry else self._keys()[1]
+            current = (
+                Keyring.deserialize(open_sealed(root_key, KEYRING_PATH, entry.value))
+                if entry
+                else self._keys()[1]
+            )
             rotated = current.rotated()
             await self._store_keyring(root_key, rotated, expect=entry.revision if entry else 0)
             self._keyring = rotated
@@ -89,6 +93,7 @@ class Barrier:
     # -- storage ------------------------------------------------------------
 
     async def get(self, key: str) -> StoredValue | None:
+        self._keys()  # sealed must refuse reads even of absent keys
         entry = await self.physical.get(key)
         if entry is None:
             return None
@@ -141,7 +146,3 @@ class Barrier:
     async def _store_keyring(self, root_key: bytes, keyring: Keyring, expect: int) -> None:
         frame = seal_value(root_key, 0, KEYRING_PATH, keyring.serialize())
         await self.physical.commit([Put(KEYRING_PATH, frame, expect)])
-
-
-
-

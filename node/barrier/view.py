@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -71,9 +72,9 @@ class BarrierView:
     async def put_json(self, key: str, value: Any) -> int:
         return await self.put(key, json.dumps(value, separators=(",", ":")).encode())
 
-    async def list_recursive(self, prefix: str = "") -> list[str]:
+    async def list_recursive(self, prefix: str = "") -> builtins.list[str]:
         """Every key below ``prefix`` (used when a mount is removed)."""
-        keys: list[str] = []
+        keys: builtins.list[str] = []
         for child in await self.list(prefix):
             if child.endswith("/"):
                 keys.extend(await self.list_recursive(prefix + child))

@@ -43,7 +43,11 @@ class HealthCodes:
         if role.dr_secondary:
             return self.codes["drsecondarycode"]
         if role.performance_standby:
-            return self.codes["activecode"] if self.perfstandbyok else self.codes["performancestandbycode"]
+            return (
+                self.codes["activecode"]
+                if self.perfstandbyok
+                else self.codes["performancestandbycode"]
+            )
         if role.standby:
             return self.codes["activecode"] if self.standbyok else self.codes["standbycode"]
         return self.codes["activecode"]
@@ -66,6 +70,8 @@ def parse_health_query(query: Mapping[str, str]) -> HealthCodes:
         if name in query:
             text = query[name].strip()
             if not text.isdigit() or not 100 <= int(text) <= 599:
-                raise InvalidRequestError(f"bad value for {name!r}: expected an HTTP status code, got {query[name]!r}")
+                raise InvalidRequestError(
+                    f"bad value for {name!r}: expected an HTTP status code, got {query[name]!r}"
+                )
             codes[name] = int(text)
     return HealthCodes(codes, _flag(query, "standbyok"), _flag(query, "perfstandbyok"))

@@ -20,8 +20,12 @@ MOUNT_TABLE_KEY = "mounts"
 def default_mounts() -> list[MountEntry]:
     """What a fresh installation has: ``sys/`` and a KV v2 engine at ``secret/``."""
     return [
-        new_mount("sys/", "system", description="system endpoints used for control, policy and debugging"),
-        new_mount("secret/", "kv", description="key/value secret storage", options={"version": "2"}),
+        new_mount(
+            "sys/", "system", description="system endpoints used for control, policy and debugging"
+        ),
+        new_mount(
+            "secret/", "kv", description="key/value secret storage", options={"version": "2"}
+        ),
     ]
 
 

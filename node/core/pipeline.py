@@ -30,7 +30,9 @@ class Pipeline:
             raise SealedError()
         route = core.router.match(request.path)
         if route is None:
-            raise UnsupportedPathError(f"no handler for route {request.path!r}; route entry not found")
+            raise UnsupportedPathError(
+                f"no handler for route {request.path!r}; route entry not found"
+            )
         routed = replace(request, path=route.relative_path, mount_point=route.mount.path)
         backend = route.backend
         if request.operation is Operation.HELP:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build_backend"]
 
+
 def build_backend(entry: MountEntry, view: BarrierView, core: Core) -> Backend:
     if entry.type == "system":
         return SystemBackend(core)

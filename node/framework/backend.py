@@ -64,7 +64,9 @@ class FrameworkBackend:
         unknown = [] if entry.free_form or operation in reads else data.unknown
         if unknown:
             warning = f"Endpoint ignored these unrecognized parameters: {unknown}"
-            response = replace(response or Response(), warnings=[*(response.warnings if response else []), warning])
+            response = replace(
+                response or Response(), warnings=[*(response.warnings if response else []), warning]
+            )
         return response
 
     async def exists(self, request: Request) -> bool:
@@ -91,7 +93,9 @@ class FrameworkBackend:
     def help(self, request: Request) -> Response:
         """Help text plus an OpenAPI document of the paths at and below ``request.path``."""
         prefix = request.path
-        documented = [p for p in self.paths if _pattern_text(p).startswith(prefix) or p.match(prefix)]
+        documented = [
+            p for p in self.paths if _pattern_text(p).startswith(prefix) or p.match(prefix)
+        ]
         if not documented:
             raise UnsupportedPathError("no help for this path")
         lines = [self.help_text.strip(), ""] if self.help_text else []
@@ -99,7 +103,9 @@ class FrameworkBackend:
         for entry in documented:
             text = _pattern_text(entry)
             lines.append(f"## {text or '/'}\n\n{entry.summary}\n\n{entry.description}".rstrip())
-            paths["/" + text[len(prefix):].lstrip("/") if prefix else "/" + text] = _openapi_path(entry)
+            paths["/" + text[len(prefix) :].lstrip("/") if prefix else "/" + text] = _openapi_path(
+                entry
+            )
         return Response(
             raw={
                 "help": "\n\n".join(lines).strip(),
@@ -137,15 +143,31 @@ def _openapi_path(entry: Path) -> dict[str, Any]:
     ]
     if params:
         doc["parameters"] = params
-    body_fields = {n: f.openapi() for n, f in entry.fields.items() if f"(?P<{n}>" not in entry.pattern}
+    body_fields = {
+        n: f.openapi() for n, f in entry.fields.items() if f"(?P<{n}>" not in entry.pattern
+    }
     for operation in entry.operations:
         method = _OPENAPI_METHODS.get(operation)
         if method is None or method in doc:
             continue
-        op_doc: dict[str, Any] = {"summary": entry.summary, "responses": {"200": {"description": "OK"}}}
+        op_doc: dict[str, Any] = {
+            "summary": entry.summary,
+            "responses": {"200": {"description": "OK"}},
+        }
         if operation is Operation.LIST:
-            op_doc["parameters"] = [{"name": "list", "in": "query", "required": True, "schema": {"type": "string", "enum": ["true"]}}]
+            op_doc["parameters"] = [
+                {
+                    "name": "list",
+                    "in": "query",
+                    "required": True,
+                    "schema": {"type": "string", "enum": ["true"]},
+                }
+            ]
         if method in ("post", "patch") and body_fields:
-            op_doc["requestBody"] = {"content": {"application/json": {"schema": {"type": "object", "properties": body_fields}}}}
+            op_doc["requestBody"] = {
+                "content": {
+                    "application/json": {"schema": {"type": "object", "properties": body_fields}}
+                }
+            }
         doc[method] = op_doc
     return doc

@@ -25,7 +25,7 @@ class FieldType(enum.StrEnum):
     ANY = "any"
 
 
-_OPENAPI_TYPES = {
+_OPENAPI_TYPES: dict[FieldType, dict[str, Any]] = {
     FieldType.STRING: {"type": "string"},
     FieldType.INT: {"type": "integer"},
     FieldType.BOOL: {"type": "boolean"},

@@ -168,6 +168,10 @@ class FileBackend:
 
     def _commit(self, ops: Sequence[TxnOp]) -> int:
         with self._lock:
+            # A journal left by a commit that failed part-way is finished first,
+            # so the next multi-key commit cannot overwrite it.
+            if (self._root / _JOURNAL).exists():
+                self._replay_journal()
             for op in ops:
                 validate_key(op.key)
             for op in ops:

@@ -269,23 +269,37 @@ async def test_keys_with_odd_characters_list_correctly(backend: PhysicalBackend)
 
 
 async def test_underscore_leaf_and_folder_do_not_collide(backend: PhysicalBackend) -> None:
-    await backend.put("x", b"leaf x")
-    await backend.put("_x", b"leaf _x")
-    await backend.put("_x/y", b"child of folder _x")
-    await backend.put("%5Fx", b"leaf %5Fx")
+    values = {
+        "x": b"leaf x",
+        "_x": b"leaf _x",
+        "_x/y": b"child of folder _x",
+        "%5Fx": b"leaf %5Fx",
+    }
+    revisions = {key: await backend.put(key, value) for key, value in values.items()}
 
-    assert (await backend.get("x")).value == b"leaf x"  # type: ignore[union-attr]
-    assert (await backend.get("_x")).value == b"leaf _x"  # type: ignore[union-attr]
-    assert (await backend.get("_x/y")).value == b"child of folder _x"  # type: ignore[union-attr]
-    assert (await backend.get("%5Fx")).value == b"leaf %5Fx"  # type: ignore[union-attr]
+    for key, value in values.items():
+        assert await backend.get(key) == Entry(key, value, revisions[key])
     assert await backend.list("") == ["%5Fx", "_x", "_x/", "x"]
 
     await backend.delete("_x")
-    assert await backend.get("x") is not None
+    assert await backend.get("x") == Entry("x", b"leaf x", revisions["x"])
+    assert await backend.get("_x/y") is not None
     assert await backend.list("") == ["%5Fx", "_x/", "x"]
 
 
-INVALID_KEYS = ["", "/", "/leading", "trailing/", "a//b", "..", "a/../b", "../up", "a/..", ".", "./a"]
+INVALID_KEYS = [
+    "",
+    "/",
+    "/leading",
+    "trailing/",
+    "a//b",
+    "..",
+    "a/../b",
+    "../up",
+    "a/..",
+    ".",
+    "./a",
+]
 
 
 @pytest.mark.parametrize("key", INVALID_KEYS)

@@ -40,11 +40,11 @@ class KVv1Backend(FrameworkBackend):
 
     async def _exists(self, request: Request, data: FieldData) -> bool:
         path = data.get("path")
-        return bool(path) and await self._view.get(path) is not None
+        return bool(path) and not path.endswith("/") and await self._view.get(path) is not None
 
     async def _read(self, request: Request, data: FieldData) -> Response:
         path = data.get("path")
-        found = await self._view.get(path) if path else None
+        found = await self._view.get(path) if path and not path.endswith("/") else None
         if found is None:
             raise UnsupportedPathError()
         return Response(data=json.loads(found.value))

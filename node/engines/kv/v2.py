@@ -43,11 +43,16 @@ class KVv2Backend(FrameworkBackend):
             [
                 Path(
                     "config",
-                    operations={Operation.READ: self._read_config, Operation.UPDATE: self._write_config},
+                    operations={
+                        Operation.READ: self._read_config,
+                        Operation.UPDATE: self._write_config,
+                    },
                     fields={
                         "max_versions": Field(FieldType.INT, "Versions kept per key (0 = 10)."),
                         "cas_required": Field(FieldType.BOOL, "Require check-and-set on writes."),
-                        "delete_version_after": Field(FieldType.DURATION, "Soft-delete versions after this long."),
+                        "delete_version_after": Field(
+                            FieldType.DURATION, "Soft-delete versions after this long."
+                        ),
                     },
                     summary="Configure the engine.",
                 ),
@@ -60,8 +65,12 @@ class KVv2Backend(FrameworkBackend):
                     },
                     fields={
                         "data": Field(FieldType.MAP, "The secret's key-value pairs."),
-                        "options": Field(FieldType.MAP, "Write options; 'cas' is the check-and-set version."),
-                        "version": Field(FieldType.INT, "Version to read (0 = current).", default=0),
+                        "options": Field(
+                            FieldType.MAP, "Write options; 'cas' is the check-and-set version."
+                        ),
+                        "version": Field(
+                            FieldType.INT, "Version to read (0 = current).", default=0
+                        ),
                     },
                     exists=self._exists,
                     summary="Write, read or soft-delete the data of a secret.",
@@ -75,9 +84,24 @@ class KVv2Backend(FrameworkBackend):
                     },
                     summary="Read, list or delete a secret's metadata and all its versions.",
                 ),
-                Path(r"delete/(?P<path>.+)", operations={Operation.UPDATE: self._delete_versions}, fields={"versions": versions}, summary="Soft-delete versions."),
-                Path(r"undelete/(?P<path>.+)", operations={Operation.UPDATE: self._undelete_versions}, fields={"versions": versions}, summary="Restore soft-deleted versions."),
-                Path(r"destroy/(?P<path>.+)", operations={Operation.UPDATE: self._destroy_versions}, fields={"versions": versions}, summary="Permanently remove versions."),
+                Path(
+                    r"delete/(?P<path>.+)",
+                    operations={Operation.UPDATE: self._delete_versions},
+                    fields={"versions": versions},
+                    summary="Soft-delete versions.",
+                ),
+                Path(
+                    r"undelete/(?P<path>.+)",
+                    operations={Operation.UPDATE: self._undelete_versions},
+                    fields={"versions": versions},
+                    summary="Restore soft-deleted versions.",
+                ),
+                Path(
+                    r"destroy/(?P<path>.+)",
+                    operations={Operation.UPDATE: self._destroy_versions},
+                    fields={"versions": versions},
+                    summary="Permanently remove versions.",
+                ),
             ]
         )
 
@@ -126,7 +150,9 @@ class KVv2Backend(FrameworkBackend):
 
     async def _read_config(self, request: Request, data: FieldData) -> Response:
         config = await self._config()
-        return Response(data={**config, "delete_version_after": f"{config['delete_version_after']}s"})
+        return Response(
+            data={**config, "delete_version_after": f"{config['delete_version_after']}s"}
+        )
 
     async def _write_config(self, request: Request, data: FieldData) -> None:
         config = await self._config()
@@ -171,7 +197,9 @@ class KVv2Backend(FrameworkBackend):
             if cas is None and (config["cas_required"] or meta.cas_required):
                 raise InvalidRequestError("check-and-set parameter required for this call")
             if cas is not None and cas != meta.current_version:
-                raise InvalidRequestError("check-and-set parameter did not match the current version")
+                raise InvalidRequestError(
+                    "check-and-set parameter did not match the current version"
+                )
             version = meta.current_version + 1
             info = VersionInfo(created_time=now)
             after = meta.delete_version_after or config["delete_version_after"]
@@ -203,7 +231,9 @@ class KVv2Backend(FrameworkBackend):
         except UnsupportedPathError:
             return
 
-    async def _change_versions(self, data: FieldData, change: Callable[[KeyMetadata, int], list[TxnOp]]) -> None:
+    async def _change_versions(
+        self, data: FieldData, change: Callable[[KeyMetadata, int], list[TxnOp]]
+    ) -> None:
         versions: list[int] = data.get("versions") or []
         if not versions:
             raise InvalidRequestError("No version number provided")
@@ -255,7 +285,11 @@ class KVv2Backend(FrameworkBackend):
         return Response(
             data={
                 "versions": {
-                    str(n): {"created_time": v.created_time, "deletion_time": v.deletion_time, "destroyed": v.destroyed}
+                    str(n): {
+                        "created_time": v.created_time,
+                        "deletion_time": v.deletion_time,
+                        "destroyed": v.destroyed,
+                    }
                     for n, v in sorted(meta.versions.items())
                 },
                 "current_version": meta.current_version,
@@ -291,6 +325,3 @@ class KVv2Backend(FrameworkBackend):
 def _later(rfc3339: str, seconds: int) -> str:
     moment = datetime.fromisoformat(rfc3339.replace("Z", "+00:00")) + timedelta(seconds=seconds)
     return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-

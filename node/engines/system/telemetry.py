@@ -20,9 +20,13 @@ def telemetry_paths(core: Core) -> list[Path]:
     async def metrics(request: Request, data: FieldData) -> Response:
         fmt = data.get("format")
         if fmt == "prometheus":
-            return Response(raw=core.metrics.prometheus_text(), raw_content_type=CONTENT_TYPE_LATEST)
+            return Response(
+                raw=core.metrics.prometheus_text(), raw_content_type=CONTENT_TYPE_LATEST
+            )
         if fmt:
-            raise InvalidRequestError(f"unknown metrics format {fmt!r}; use 'prometheus' or omit it")
+            raise InvalidRequestError(
+                f"unknown metrics format {fmt!r}; use 'prometheus' or omit it"
+            )
         return Response(raw=core.metrics.as_json())
 
     return [

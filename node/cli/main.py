@@ -1,0 +1,121 @@
+"""``coffer <command>``: argument parsing, dispatch and exit codes.
+
+Exit codes follow the Vault CLI:
+
+* 0 - success (``status``: unsealed; ``operator init -status``: initialized).
+* 1 - a local failure: invalid settings or environment, unreadable input,
+  an aborted prompt, a token that will not decode; and any ``status`` error,
+  because ``status`` reserves 2 for "sealed".
+* 2 - usage errors (argparse's own code, also for flags that clash), every
+  error from talking to the server (an API error response or no response at
+  all; Vault uses 2 here too), and the "no" answers: sealed, not initialized,
+  no value found at a path.
+
+Error messages go to stderr as ``Error <doing>: ...`` with the server's
+``Code: N. Errors:`` list, and never include tokens or keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+
+from node.cli import generic, operator, status
+from node.cli.context import Context
+from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError
+from node.cli.flags import add_command, add_help, global_flags
+from node.cli.settings import GlobalFlags
+
+__all__ = ["build_parser", "main", "version_string"]
+
+Handler = Callable[[argparse.Namespace, Context], int]
+
+
+def version_string() -> str:
+    try:
+        version = metadata.version("coffer")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"Coffer v{version}"
+
+
+def _run_version(args: argparse.Namespace, ctx: Context) -> int:
+    ctx.print(version_string())
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coffer",
+        description="Coffer command-line client (Vault-compatible flags and output).",
+        epilog="`coffer server -h` describes the server. Flags accept -name=value or --name value.",
+        add_help=False,
+        allow_abbrev=False,
+    )
+    add_help(parser)
+    parser.add_argument("-v", "-version", "--version", action="version", version=version_string())
+    commands = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", required=True
+    )
+    parents = [global_flags()]
+    operator.register(commands, parents)
+    status.register(commands, parents)
+    generic.register(commands, parents)
+    add_command(commands, "version", "print the client version").set_defaults(handler=_run_version)
+    return parser
+
+
+def _flags(args: argparse.Namespace) -> GlobalFlags:
+    return GlobalFlags(
+        address=getattr(args, "address", None),
+        token=getattr(args, "token", None),
+        namespace=getattr(args, "namespace", None),
+        ca_cert=getattr(args, "ca_cert", None),
+        ca_path=getattr(args, "ca_path", None),
+        tls_skip_verify=getattr(args, "tls_skip_verify", None),
+        output_format=getattr(args, "output_format", None),
+    )
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home()
+    except (RuntimeError, KeyError):
+        return None
+
+
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return EXIT_OK
+    return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+
+
+def main(argv: list[str]) -> int:
+    """Run one client command; returns the process exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # -h, -version and usage errors
+        return _exit_code(exc)
+    ctx = Context(
+        _flags(args),
+        env=os.environ,
+        home=_home(),
+        stdin=sys.stdin,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
+    )
+    handler: Handler = args.handler
+    try:
+        return handler(args, ctx)
+    except CliError as exc:
+        sys.stdout.flush()
+        ctx.warn(exc.message)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        ctx.warn("Interrupted")
+        return 130

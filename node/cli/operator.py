@@ -1,0 +1,144 @@
+"""``coffer operator init|unseal|seal`` (and ``generate-root``, in its own module).
+
+Output matches ``vault operator ...``: ``init`` prints the unseal keys and the
+root token (the only time they are ever shown), ``-format=json`` prints the
+Vault CLI's JSON shape so tooling written for ``vault operator init`` works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+from node.cli import generate_root
+from node.cli.errors import EXIT_OK, CliError, UsageError
+from node.cli.flags import add_command, add_option, add_switch
+from node.cli.output import print_json
+from node.cli.status import print_seal_status
+
+if TYPE_CHECKING:
+    from node.cli.context import Context
+    from node.cli.flags import Subparsers
+
+__all__ = ["init_output", "register"]
+
+EXIT_NOT_INITIALIZED = 2
+
+
+def init_output(response: dict[str, Any], shares: int, threshold: int) -> dict[str, Any]:
+    """Map the ``sys/init`` response onto ``vault operator init -format=json``."""
+    return {
+        "unseal_keys_b64": list(response.get("keys_base64") or []),
+        "unseal_keys_hex": list(response.get("keys") or []),
+        "unseal_shares": shares,
+        "unseal_threshold": threshold,
+        "recovery_keys_b64": list(response.get("recovery_keys_base64") or []),
+        "recovery_keys_hex": list(response.get("recovery_keys") or []),
+        "recovery_keys_shares": 0,
+        "recovery_keys_threshold": 0,
+        "root_token": response.get("root_token", ""),
+    }
+
+
+def _init_note(shares: int, threshold: int) -> str:
+    paragraphs = [
+        f"Coffer initialized with {shares} key shares and a key threshold of {threshold}. "
+        "Please securely distribute the key shares printed above. When Coffer is "
+        "re-sealed, restarted, or stopped, you must supply at least "
+        f"{threshold} of these keys to unseal it before it can start servicing requests.",
+        f"Coffer does not store the generated root key. Without at least {threshold} "
+        "keys to reconstruct the root key, Coffer will remain permanently sealed!",
+    ]
+    return "\n\n".join(textwrap.fill(p, width=78) for p in paragraphs)
+
+
+def run_init(args: argparse.Namespace, ctx: Context) -> int:
+    if args.status:
+        return _init_status(ctx)
+    shares: int = args.key_shares
+    threshold: int = args.key_threshold
+    body = {"secret_shares": shares, "secret_threshold": threshold}
+    response = ctx.call("initializing", "PUT", "/v1/sys/init", body)
+    if response is None:
+        raise CliError("Error initializing: empty response from server")
+    output = init_output(response, shares, threshold)
+    if ctx.json:
+        print_json(output, ctx.out)
+        return EXIT_OK
+    keys = output["unseal_keys_b64"] or output["unseal_keys_hex"]
+    for number, key in enumerate(keys, start=1):
+        ctx.print(f"Unseal Key {number}: {key}")
+    ctx.print()
+    ctx.print(f"Initial Root Token: {output['root_token']}")
+    ctx.print()
+    ctx.print(_init_note(shares, threshold))
+    return EXIT_OK
+
+
+def _init_status(ctx: Context) -> int:
+    """``-status``: exit 0 if initialized, 2 if not (as Vault)."""
+    response = ctx.call("checking initialization status", "GET", "/v1/sys/init") or {}
+    initialized = bool(response.get("initialized"))
+    if ctx.json:
+        print_json({"initialized": initialized}, ctx.out)
+    else:
+        ctx.print("Coffer is initialized" if initialized else "Coffer is not initialized")
+    return EXIT_OK if initialized else EXIT_NOT_INITIALIZED
+
+
+def run_unseal(args: argparse.Namespace, ctx: Context) -> int:
+    key: str | None = args.key
+    body: dict[str, Any]
+    if args.reset:
+        if key:
+            raise UsageError("Error: -reset does not take an unseal key")
+        body = {"reset": True}
+    else:
+        if not key:
+            key = ctx.read_secret("Unseal Key (will be hidden): ", "unseal key")
+        body = {"key": key.strip()}
+    seal = ctx.call("unsealing", "PUT", "/v1/sys/unseal", body)
+    if seal is None:
+        raise CliError("Error unsealing: empty response from server")
+    print_seal_status(ctx, seal)
+    return EXIT_OK
+
+
+def run_seal(args: argparse.Namespace, ctx: Context) -> int:
+    ctx.call("sealing", "PUT", "/v1/sys/seal")
+    ctx.print("Success! Coffer is sealed.")
+    return EXIT_OK
+
+
+def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> None:
+    operator = add_command(subparsers, "operator", "operator commands (init, unseal, seal, ...)")
+    commands = operator.add_subparsers(
+        title="subcommands", dest="operator_command", metavar="SUBCOMMAND", required=True
+    )
+
+    init = add_command(
+        commands,
+        "init",
+        "initialize a new server and print its unseal keys and root token",
+        parents=parents,
+    )
+    add_option(init, "key-shares", type=int, default=5, metavar="N", help="key shares (5)")
+    add_option(init, "key-threshold", type=int, default=3, metavar="T", help="threshold (3)")
+    add_switch(init, "status", "only report whether the server is initialized (exit 0/2)")
+    init.set_defaults(handler=run_init)
+
+    unseal = add_command(
+        commands,
+        "unseal",
+        "provide one unseal key share (prompted for, hidden, if KEY is omitted)",
+        parents=parents,
+    )
+    unseal.add_argument("key", nargs="?", metavar="KEY", help="unseal key share")
+    add_switch(unseal, "reset", "discard the key shares entered so far")
+    unseal.set_defaults(handler=run_unseal)
+
+    seal = add_command(commands, "seal", "seal the server (needs a token)", parents=parents)
+    seal.set_defaults(handler=run_seal)
+
+    generate_root.register(commands, parents)

@@ -1,0 +1,260 @@
+"""Typed request fields: durations, ints, bools and lists, as the reference accepts them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from node.errors import InvalidRequestError
+from node.framework.fields import Field, FieldData, FieldType, parse_duration
+
+# -- parse_duration -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("1h30m", 5400),
+        ("10s", 10),
+        ("768h", 768 * 3600),
+        ("1.5h", 5400),
+        ("90m", 5400),
+        ("1m30s", 90),
+        ("2d", 172800),
+        ("1d12h", 129600),
+        ("1500ms", 1),
+        ("999ms", 0),
+        ("0s", 0),
+        (" 45s ", 45),
+        ("-30s", -30),
+        (300, 300),
+        (0, 0),
+        ("300", 300),
+        ("  300 ", 300),
+        ("-5", -5),
+        (60.0, 60),
+    ],
+)
+def test_parse_duration_accepts(value: Any, seconds: int) -> None:
+    result = parse_duration(value)
+
+    assert result == seconds
+    assert type(result) is int
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "abc",
+        "5x",
+        "",
+        "   ",
+        "h",
+        "1h 30m",
+        "1.5",
+        "10s5",
+        "s10",
+        "1h-30m",
+        "5 s",
+        "1e3s",
+        1.5,
+        True,
+        False,
+        None,
+        [],
+        {"s": 1},
+    ],
+)
+def test_parse_duration_rejects(value: Any) -> None:
+    with pytest.raises(InvalidRequestError):
+        parse_duration(value)
+
+
+def test_parse_duration_error_names_the_field() -> None:
+    with pytest.raises(InvalidRequestError, match="ttl"):
+        parse_duration("soon", "ttl")
+
+
+def test_duration_field_through_field_data() -> None:
+    schema = {"ttl": Field(FieldType.DURATION), "max_ttl": Field(FieldType.DURATION, default=60)}
+
+    data = FieldData(schema, {"ttl": "1h30m"})
+
+    assert data.get("ttl") == 5400
+    assert data.get("max_ttl") == 60
+    with pytest.raises(InvalidRequestError, match="ttl"):
+        FieldData(schema, {"ttl": True})
+
+
+# -- scalar conversions -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(5, 5), (-3, -3), (0, 0), ("42", 42), (" 7 ", 7), ("-8", -8), (3.0, 3)],
+)
+def test_int_field_accepts(raw: Any, expected: int) -> None:
+    value = FieldData({"n": Field(FieldType.INT)}, {"n": raw}).get("n")
+
+    assert value == expected
+    assert type(value) is int
+
+
+@pytest.mark.parametrize("raw", ["abc", "1.5", "", "1e3", 2.5, True, False, [1], {"n": 1}])
+def test_int_field_rejects(raw: Any) -> None:
+    with pytest.raises(InvalidRequestError, match=r"^n: "):
+        FieldData({"n": Field(FieldType.INT)}, {"n": raw})
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (True, True),
+        (False, False),
+        ("true", True),
+        ("TRUE", True),
+        ("t", True),
+        ("1", True),
+        ("false", False),
+        ("False", False),
+        ("f", False),
+        ("0", False),
+        ("", False),
+        (1, True),
+        (0, False),
+    ],
+)
+def test_bool_field_accepts(raw: Any, expected: bool) -> None:
+    value = FieldData({"b": Field(FieldType.BOOL)}, {"b": raw}).get("b")
+
+    assert value is expected
+
+
+@pytest.mark.parametrize("raw", ["yes", "no", "2", 2, -1, 1.0, [], {}])
+def test_bool_field_rejects(raw: Any) -> None:
+    with pytest.raises(InvalidRequestError):
+        FieldData({"b": Field(FieldType.BOOL)}, {"b": raw})
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("text", "text"), (5, "5"), (1.5, "1.5")])
+def test_string_field_accepts(raw: Any, expected: str) -> None:
+    assert FieldData({"s": Field(FieldType.STRING)}, {"s": raw}).get("s") == expected
+
+
+@pytest.mark.parametrize("raw", [True, ["a"], {"a": 1}])
+def test_string_field_rejects(raw: Any) -> None:
+    with pytest.raises(InvalidRequestError):
+        FieldData({"s": Field(FieldType.STRING)}, {"s": raw})
+
+
+def test_map_field() -> None:
+    schema = {"m": Field(FieldType.MAP)}
+
+    assert FieldData(schema, {"m": {"k": "v"}}).get("m") == {"k": "v"}
+    with pytest.raises(InvalidRequestError):
+        FieldData(schema, {"m": "k=v"})
+
+
+# -- lists --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (["a", "b"], ["a", "b"]),
+        ([" a ", "b"], [" a ", "b"]),
+        ([], []),
+        ("a,b", ["a,b"]),
+        ("single", ["single"]),
+    ],
+)
+def test_string_list_field(raw: Any, expected: list[str]) -> None:
+    assert FieldData({"l": Field(FieldType.STRING_LIST)}, {"l": raw}).get("l") == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a,b,c", ["a", "b", "c"]),
+        ("a, b ,  c", ["a", "b", "c"]),
+        ("a,,b,", ["a", "b"]),
+        ("single", ["single"]),
+        ("", []),
+        ([" a ", "b"], ["a", "b"]),
+        (["a,b"], ["a,b"]),
+    ],
+)
+def test_comma_string_list_field(raw: Any, expected: list[str]) -> None:
+    assert FieldData({"l": Field(FieldType.COMMA_STRING_LIST)}, {"l": raw}).get("l") == expected
+
+
+@pytest.mark.parametrize("kind", [FieldType.STRING_LIST, FieldType.COMMA_STRING_LIST])
+@pytest.mark.parametrize("raw", [[1, 2], ["a", None], 5, {"a": "b"}, True])
+def test_string_lists_reject_non_strings(kind: FieldType, raw: Any) -> None:
+    with pytest.raises(InvalidRequestError):
+        FieldData({"l": Field(kind)}, {"l": raw})
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("1,2,3", [1, 2, 3]),
+        ("1, 2,,3", [1, 2, 3]),
+        ([1, "2", 3.0], [1, 2, 3]),
+        (7, [7]),
+        ("7", [7]),
+        ([], []),
+    ],
+)
+def test_int_list_field(raw: Any, expected: list[int]) -> None:
+    assert FieldData({"l": Field(FieldType.INT_LIST)}, {"l": raw}).get("l") == expected
+
+
+@pytest.mark.parametrize("raw", ["1,x", ["1", "two"], [True], "1.5"])
+def test_int_list_field_rejects(raw: Any) -> None:
+    with pytest.raises(InvalidRequestError):
+        FieldData({"l": Field(FieldType.INT_LIST)}, {"l": raw})
+
+
+# -- FieldData bookkeeping ----------------------------------------------------------------
+
+
+def test_defaults_given_and_unknown() -> None:
+    schema = {
+        "name": Field(FieldType.STRING, default="anon"),
+        "count": Field(FieldType.INT, default=1),
+        "flag": Field(FieldType.BOOL),
+    }
+
+    data = FieldData(schema, {"count": "3", "zeta": 1, "alpha": 2, "flag": None})
+
+    assert data.get("count") == 3
+    assert data.given("count")
+    assert data.get("name") == "anon"
+    assert not data.given("name")
+    assert data.get("flag") is None
+    assert not data.given("flag")  # an explicit null counts as not given
+    assert data.unknown == ["alpha", "zeta"]
+
+
+def test_required_field() -> None:
+    schema = {"id": Field(FieldType.STRING, required=True)}
+
+    assert FieldData(schema, {"id": "x"}).get("id") == "x"
+    with pytest.raises(InvalidRequestError, match="id"):
+        FieldData(schema, {})
+    with pytest.raises(InvalidRequestError, match="id"):
+        FieldData(schema, {"id": None})
+
+
+def test_openapi_schema() -> None:
+    field = Field(FieldType.DURATION, description="lease TTL", default="1h")
+
+    assert field.openapi() == {
+        "type": "string",
+        "format": "duration",
+        "description": "lease TTL",
+        "default": "1h",
+    }
+    assert Field(FieldType.INT_LIST).openapi() == {"type": "array", "items": {"type": "integer"}}
