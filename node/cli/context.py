@@ -83,10 +83,16 @@ class Context:
         self.err.write(text + "\n")
 
     def read_secret(self, prompt: str, what: str) -> str:
-        """Ask for a secret without echo (``getpass``); an empty answer is an error."""
-        ask = self._prompt or getpass.getpass
+        """Ask for a secret without echo; an empty answer is an error.
+
+        A terminal gets a ``getpass`` prompt; piped input is read as one line
+        from stdin, as Vault does (``getpass`` would read the terminal instead).
+        """
         try:
-            value = ask(prompt).strip()
+            if self._prompt is None and not self.stdin.isatty():
+                value = self.stdin.readline().strip()
+            else:
+                value = (self._prompt or getpass.getpass)(prompt).strip()
         except (EOFError, KeyboardInterrupt):
             self.err.write("\n")
             raise CliError(f"Error reading {what}: no input") from None

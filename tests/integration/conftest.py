@@ -24,7 +24,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,9 +55,7 @@ def free_port() -> int:
 
 def child_env() -> dict[str, str]:
     """The test's environment minus anything that would change the server's behaviour."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("COFFER_", "VAULT_", "PYTHON"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COFFER_", "VAULT_", "PYTHON"))}
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -307,9 +305,7 @@ class ServerProcess:
     ) -> HttpResponse:
         conn = self.connection(timeout=timeout)
         try:
-            return send(
-                conn, method, path, body, token=token, headers=headers, raw_body=raw_body
-            )
+            return send(conn, method, path, body, token=token, headers=headers, raw_body=raw_body)
         finally:
             conn.close()
 
@@ -377,6 +373,10 @@ class CofferFactory:
         self.tmp_path = tmp_path
         self.servers: list[ServerProcess] = []
         self._count = 0
+
+    @staticmethod
+    def free_port() -> int:
+        return free_port()
 
     def _name(self, prefix: str) -> str:
         self._count += 1
@@ -462,22 +462,3 @@ def coffer(tmp_path: Path) -> Iterator[CofferFactory]:
         yield factory
     finally:
         factory.cleanup()
-
-
-@pytest.fixture
-def file_server(coffer: CofferFactory) -> ServerProcess:
-    """A started, uninitialised server on file storage."""
-    return coffer.file_server().start()
-
-
-@pytest.fixture
-def wait_until() -> Callable[[Callable[[], bool], float], None]:
-    def wait(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"condition not met in {timeout}s")
-
-    return wait
