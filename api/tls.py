@@ -28,6 +28,12 @@ class CertificateReloader:
     def reload(self) -> bool:
         """Load the files again; on failure keep serving the previous certificate."""
         try:
+            # Validate the pair on a scratch context first: load_cert_chain
+            # installs the certificate before it reads the key, so a bad key
+            # loaded straight into the live context would break every handshake.
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+                self.cert_file, self.key_file
+            )
             self.context.load_cert_chain(self.cert_file, self.key_file)
         except (OSError, ssl.SSLError) as exc:
             log.error(

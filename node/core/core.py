@@ -16,14 +16,19 @@ from node.core.lifecycle import Lifecycle, new_cluster_id
 from node.core.mount_table import MountTable
 from node.core.pipeline import Pipeline
 from node.core.state import SealStatus
+from node.core.wrapping import Wrapping
+from node.engines.cubbyhole import CubbyholeBackend
 from node.engines.system.keys import make_root_generation
 from node.errors import InvalidRequestError, NotInitializedError
 from node.logical.request import Request
 from node.logical.response import Response
 from node.observability.metrics import Metrics
 from node.physical.base import PhysicalBackend
+from node.policy.store import PolicyStore
 from node.routing.router import Router
 from node.seal.shamir_seal import ShamirSeal
+from node.tokens.entry import TokenEntry
+from node.tokens.expiration import ExpirationManager
 from node.tokens.store import TokenStore
 
 __all__ = ["VERSION", "Core", "CoreSettings", "InitOutput"]
@@ -61,6 +66,10 @@ class Core:
         self.barrier = Barrier(physical)
         self.lifecycle = Lifecycle(self.barrier, ShamirSeal(physical))
         self.tokens = TokenStore(BarrierView(self.barrier, "sys/token/"))
+        self.tokens.on_revoke.append(self._destroy_cubbyhole)
+        self.expiration = ExpirationManager(self.tokens)
+        self.policies = PolicyStore(BarrierView(self.barrier, "sys/policy/"))
+        self.wrapping = Wrapping(self)
         self.router = Router()
         self.mounts = MountTable(self)
         self.metrics = Metrics()
@@ -101,6 +110,8 @@ class Core:
         return await self.seal_status()
 
     async def seal(self) -> None:
+        await self.expiration.stop()
+        self.policies.invalidate()
         self.router.clear()
         self.tokens.forget_cached_salt()
         self.lifecycle.seal_barrier()
@@ -117,6 +128,8 @@ class Core:
             await BarrierView(self.barrier, "core/").put_json("cluster", cluster)
         self.cluster_name, self.cluster_id = cluster["name"], cluster["id"]
         await self.mounts.load()
+        await self.policies.ensure_default()
+        await self.expiration.start()
         self.metrics.unsealed.set(1)
         log.info("unsealed", extra={"event": "core.unsealed"})
 
@@ -153,6 +166,11 @@ class Core:
 
     async def handle(self, request: Request) -> Response:
         return await self.pipeline.handle(request)
+
+    async def _destroy_cubbyhole(self, entry: TokenEntry) -> None:
+        route = self.router.match("cubbyhole/")
+        if entry.cubbyhole_id and route is not None and isinstance(route.backend, CubbyholeBackend):
+            await route.backend.destroy(entry.cubbyhole_id)
 
     async def close(self) -> None:
         await self.physical.close()

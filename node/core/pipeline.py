@@ -1,7 +1,8 @@
 """The request pipeline, in one place and in order.
 
-sealed check → route to mount → help → token → authorisation (existence
-check picks create or update) → backend → response.
+sealed check → route to mount → help → token → existence check (create or
+update) → ACL (and sudo) → use count → backend → last-use revocation →
+response wrapping.
 """
 
 from __future__ import annotations
@@ -10,14 +11,28 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from node.errors import PermissionDeniedError, SealedError, UnsupportedPathError
-from node.logical.request import Operation, Request
+from node.logical.request import Operation, Request, RequestAuth
 from node.logical.response import Response
-from node.tokens.store import TokenEntry
+from node.tokens.entry import TokenEntry
 
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "request_auth"]
+
+
+def request_auth(entry: TokenEntry) -> RequestAuth:
+    return RequestAuth(
+        token_key=entry.key,
+        accessor=entry.accessor,
+        policies=tuple(entry.policies),
+        display_name=entry.display_name,
+        entity_id=entry.entity_id,
+        cubbyhole_id=entry.cubbyhole_id,
+        token_type=entry.type,
+        num_uses=entry.num_uses,
+        namespace_id=entry.namespace_id,
+    )
 
 
 class Pipeline:
@@ -33,19 +48,41 @@ class Pipeline:
             raise UnsupportedPathError(
                 f"no handler for route {request.path!r}; route entry not found"
             )
-        routed = replace(request, path=route.relative_path, mount_point=route.mount.path)
+        routed = replace(
+            request,
+            path=route.relative_path,
+            mount_point=route.mount.route_path,
+            mount_accessor=route.mount.accessor,
+        )
         backend = route.backend
         if request.operation is Operation.HELP:
             await self._authenticate(request)
             return backend.help(routed)
-        if not backend.is_unauthenticated(routed.path):
-            token = await self._authenticate(request)
-            self._authorize(token)
+
+        unauthenticated = backend.is_unauthenticated(routed.path)
+        entry: TokenEntry | None = None
+        if not unauthenticated:
+            entry = await self._authenticate(request)
+        elif request.client_token:
+            entry = await core.tokens.lookup(request.client_token)
+        if entry is not None:
+            routed = replace(routed, auth=request_auth(entry))
         if routed.operation is Operation.UPDATE and not await backend.exists(routed):
             routed = replace(routed, operation=Operation.CREATE)
+        if not unauthenticated:
+            assert entry is not None
+            routed = await self._authorize(entry, request, routed, backend.needs_sudo(routed.path))
+            entry = await core.tokens.use(entry)
+
         with core.metrics.request_seconds.labels(routed.operation.value).time():
-            response = await backend.handle(routed)
-        return response or Response()
+            try:
+                response = await backend.handle(routed) or Response()
+            finally:
+                if entry is not None and entry.num_uses == -1:
+                    await core.tokens.revoke_tree(entry)
+        if request.wrap_ttl and not response.is_empty and response.status is None:
+            response = await core.wrapping.wrap(response, request.wrap_ttl, request.path)
+        return response
 
     async def _authenticate(self, request: Request) -> TokenEntry:
         token = await self._core.tokens.lookup(request.client_token)
@@ -53,7 +90,11 @@ class Pipeline:
             raise PermissionDeniedError()
         return token
 
-    def _authorize(self, token: TokenEntry) -> None:
-        # Only root tokens exist until ACL policies land; the seam is here.
-        if not token.is_root:
+    async def _authorize(
+        self, entry: TokenEntry, original: Request, routed: Request, needs_sudo: bool
+    ) -> Request:
+        acl = await self._core.policies.acl(entry.policies)
+        decision = acl.allow(routed.operation.value, original.path, routed.data, original.wrap_ttl)
+        if not decision.allowed or (needs_sudo and not decision.sudo):
             raise PermissionDeniedError()
+        return replace(routed, has_sudo=decision.sudo)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from node.routing.mounts import MountEntry
 
-__all__ = ["ENGINE_TYPES", "kv_version"]
+__all__ = ["AUTH_TYPES", "ENGINE_TYPES", "kv_version"]
 
 ENGINE_TYPES = ("kv", "kv-v1", "kv-v2")
+#: Auth methods that can be enabled with ``sys/auth`` (``token`` exists once, at ``token/``).
+AUTH_TYPES: tuple[str, ...] = ()
 
 
 def kv_version(entry: MountEntry) -> str:

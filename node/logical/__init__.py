@@ -1,6 +1,6 @@
 """Values that cross the boundary between the HTTP edge and the core."""
 
-from node.logical.request import Operation, Request
+from node.logical.request import Operation, Request, RequestAuth
 from node.logical.response import Auth, Response, WrapInfo
 
-__all__ = ["Auth", "Operation", "Request", "Response", "WrapInfo"]
+__all__ = ["Auth", "Operation", "Request", "RequestAuth", "Response", "WrapInfo"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Operation", "Request"]
+__all__ = ["Operation", "Request", "RequestAuth"]
 
 
 class Operation(enum.StrEnum):
@@ -25,6 +25,25 @@ class Operation(enum.StrEnum):
     LIST = "list"
     HELP = "help"
     HEADER = "header"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestAuth:
+    """Who is calling, as resolved by the pipeline from the client token."""
+
+    token_key: str
+    accessor: str
+    policies: tuple[str, ...]
+    display_name: str = ""
+    entity_id: str = ""
+    cubbyhole_id: str = ""
+    token_type: str = "service"
+    num_uses: int = 0
+    namespace_id: str = "root"
+
+    @property
+    def is_root(self) -> bool:
+        return "root" in self.policies
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +64,10 @@ class Request:
     wrap_ttl: int = 0
     headers: Mapping[str, str] = field(default_factory=dict)
     mount_point: str = ""
+    mount_accessor: str = ""
+    auth: RequestAuth | None = None
+    #: Whether the caller's policies grant ``sudo`` on this path (set by the pipeline).
+    has_sudo: bool = False
 
     def __repr__(self) -> str:
         # The default repr would print the token; keep it out of tracebacks.

@@ -19,10 +19,10 @@ __all__ = [
     "LEGACY_POLICIES",
     "ROOT",
     "SUDO",
+    "ParamValues",
     "PathRule",
     "Pattern",
     "Policy",
-    "ParamValues",
     "compile_pattern",
     "freeze_params",
     "is_exact",
@@ -68,8 +68,8 @@ class PathRule:
 
     path: str
     capabilities: frozenset[str] = frozenset()
-    allowed_parameters: ParamValues = field(default=_EMPTY)
-    denied_parameters: ParamValues = field(default=_EMPTY)
+    allowed_parameters: ParamValues = field(default_factory=lambda: _EMPTY)
+    denied_parameters: ParamValues = field(default_factory=lambda: _EMPTY)
     required_parameters: tuple[str, ...] = ()
     min_wrapping_ttl: int = 0
     max_wrapping_ttl: int = 0
@@ -104,14 +104,13 @@ class Pattern:
 
     path: str
     priority: tuple[int, int, int, int, str]
-    prefix: str | None = None
+    lead: str  # literal text before the first wildcard: a cheap pre-filter
     regex: re.Pattern[str] | None = None
 
     def matches(self, path: str) -> bool:
-        if self.regex is not None:
-            return self.regex.fullmatch(path) is not None
-        assert self.prefix is not None
-        return path.startswith(self.prefix)
+        if not path.startswith(self.lead):
+            return False
+        return self.regex is None or self.regex.fullmatch(path) is not None
 
 
 def is_exact(path: str) -> bool:
@@ -126,15 +125,14 @@ def compile_pattern(path: str) -> Pattern:
     segments = body.split("/")
     if "+" not in segments:
         # Plain prefix glob: its first wildcard is the '*' itself.
-        return Pattern(path, (len(body), 0, 0, len(body), body), prefix=body)
+        return Pattern(path, (len(body), 0, 0, len(body), body), lead=body)
     first = _first_wildcard(segments)
     wildcards = segments.count("+")
     parts = ["[^/]*" if seg == "+" else re.escape(seg) for seg in segments]
     source = "/".join(parts) + (".*" if is_prefix else "")
     regex = re.compile(source, re.DOTALL)
-    return Pattern(
-        path, (first, 0 if is_prefix else 1, -wildcards, len(body), body), regex=regex
-    )
+    priority = (first, 0 if is_prefix else 1, -wildcards, len(body), body)
+    return Pattern(path, priority, lead=body[:first], regex=regex)
 
 
 def _first_wildcard(segments: list[str]) -> int:

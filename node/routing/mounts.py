@@ -6,9 +6,10 @@ import uuid
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from node.errors import InvalidRequestError
 from node.tokens.ids import random_base62
 
-__all__ = ["MountEntry", "new_mount"]
+__all__ = ["MountEntry", "new_mount", "normalise_path"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,10 +25,17 @@ class MountEntry:
     options: dict[str, str] = field(default_factory=dict)
     local: bool = False
     seal_wrap: bool = False
+    #: "secret" for engines (``sys/mounts``), "auth" for methods (``sys/auth``).
+    table: str = "secret"
+
+    @property
+    def route_path(self) -> str:
+        """Where the router finds it: auth methods live under ``auth/``."""
+        return f"auth/{self.path}" if self.table == "auth" else self.path
 
     @property
     def storage_prefix(self) -> str:
-        return f"logical/{self.uuid}/"
+        return f"{'auth' if self.table == 'auth' else 'logical'}/{self.uuid}/"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,15 +65,25 @@ class MountEntry:
             "running_sha256": "",
         }
 
-    def with_options(self, **changes: Any) -> MountEntry:
+    def with_changes(self, **changes: Any) -> MountEntry:
         return replace(self, **changes)
 
 
 def new_mount(path: str, type_: str, **kwargs: Any) -> MountEntry:
+    prefix = "auth_" if kwargs.get("table") == "auth" else ""
     return MountEntry(
         path=path,
         type=type_,
         uuid=str(uuid.uuid4()),
-        accessor=f"{type_.replace('-', '_')}_{random_base62(8).lower()}",
+        accessor=f"{prefix}{type_.replace('-', '_')}_{random_base62(8).lower()}",
         **kwargs,
     )
+
+
+def normalise_path(path: str) -> str:
+    path = path.strip().strip("/")
+    if not path:
+        raise InvalidRequestError("mount path must not be empty")
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        raise InvalidRequestError(f"invalid mount path {path!r}")
+    return path + "/"

@@ -26,7 +26,7 @@ class Router:
         self._routes: dict[str, tuple[MountEntry, Backend]] = {}
 
     def mount(self, entry: MountEntry, backend: Backend) -> None:
-        self._routes[entry.path] = (entry, backend)
+        self._routes[entry.route_path] = (entry, backend)
 
     def unmount(self, path: str) -> None:
         self._routes.pop(path, None)

@@ -1,51 +1,55 @@
-"""The token store: salted-hash persistence of token entries."""
+"""Token persistence: salted-hash keys, accessors, the parent/child tree.
+
+Layout under the store's view: ``salt``; ``id/<key>`` (the entry, where
+key = HMAC-SHA256(salt, token ID)); ``accessor/<accessor>`` → key;
+``parent/<parent key>/<child key>`` (index of children, so revoking a parent
+finds them without a scan); ``roles/<name>``.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from node.barrier.view import BarrierView
+from node.errors import InvalidRequestError, PermissionDeniedError, RevisionMismatchError
+from node.physical.base import Delete, Put, TxnOp
+from node.tokens.batch import BatchCodec
+from node.tokens.entry import TokenEntry
 from node.tokens.ids import new_accessor, new_token_id
 
-__all__ = ["TokenEntry", "TokenStore"]
+__all__ = ["RevokeHook", "TokenStore"]
 
-
-@dataclass(frozen=True, slots=True)
-class TokenEntry:
-    """What is stored for one token (never the token ID itself)."""
-
-    accessor: str
-    policies: list[str]
-    display_name: str
-    creation_time: int
-    path: str = "auth/token/root"
-    ttl: int = 0
-    meta: dict[str, str] = field(default_factory=dict)
-    type: str = "service"
-
-    @property
-    def is_root(self) -> bool:
-        return "root" in self.policies
+RevokeHook = Callable[[TokenEntry], Awaitable[None]]
 
 
 class TokenStore:
-    """Creates, looks up and revokes tokens under ``sys/token/``."""
+    """Creates, finds, uses, renews and revokes tokens."""
 
     def __init__(self, view: BarrierView) -> None:
         self._view = view
         self._salt: bytes | None = None
+        self.batch = BatchCodec(view)
+        self.on_revoke: list[RevokeHook] = []
+        self.on_create: list[Callable[[TokenEntry], None]] = []
+
+    # -- identity of tokens ---------------------------------------------------
 
     async def _salt_bytes(self) -> bytes:
         if self._salt is None:
             found = await self._view.get("salt")
             if found is None:
                 salt = os.urandom(32)
-                await self._view.put("salt", salt)
+                try:
+                    await self._view.commit([Put("salt", salt, expect=0)])
+                except RevisionMismatchError:
+                    return await self._salt_bytes()
                 self._salt = salt
             else:
                 self._salt = found.value
@@ -57,6 +61,32 @@ class TokenStore:
     def forget_cached_salt(self) -> None:
         """Drop in-memory key material when the barrier seals."""
         self._salt = None
+        self.batch.forget()
+
+    # -- creation -----------------------------------------------------------------
+
+    async def store_new(self, entry: TokenEntry, token_id: str = "") -> tuple[str, TokenEntry]:
+        """Persist a new service token; ``entry.key``/accessor are filled in here."""
+        token_id = token_id or new_token_id()
+        key = await self.hash_id(token_id)
+        entry = entry.with_changes(
+            key=key,
+            accessor=entry.accessor or new_accessor(),
+            cubbyhole_id=entry.cubbyhole_id or uuid.uuid4().hex,
+        )
+        ops: list[TxnOp] = [
+            Put(f"id/{key}", _encode(entry.to_json()), expect=0),
+            Put(f"accessor/{entry.accessor}", _encode({"key": key}), expect=0),
+        ]
+        if entry.parent:
+            ops.append(Put(f"parent/{entry.parent}/{key}", b"{}"))
+        try:
+            await self._view.commit(ops)
+        except RevisionMismatchError as exc:
+            raise InvalidRequestError("a token with this ID already exists") from exc
+        for hook in self.on_create:
+            hook(entry)
+        return token_id, entry
 
     async def create_root(self, display_name: str = "root") -> tuple[str, TokenEntry]:
         return await self.create_root_with_id(new_token_id(), display_name)
@@ -64,27 +94,149 @@ class TokenStore:
     async def create_root_with_id(
         self, token_id: str, display_name: str = "root"
     ) -> tuple[str, TokenEntry]:
-        """Store a root token with a chosen ID (dev mode's ``-dev-root-token-id``)."""
+        """A root token with a chosen ID (dev mode's ``-dev-root-token-id``)."""
         entry = TokenEntry(
-            accessor=new_accessor(),
+            key="",
+            accessor="",
             policies=["root"],
             display_name=display_name,
-            creation_time=int(time.time()),
+            creation_time=time.time(),
+            path="auth/token/root",
         )
-        hashed = await self.hash_id(token_id)
-        await self._view.put_json(f"id/{hashed}", asdict(entry))
-        await self._view.put_json(f"accessor/{entry.accessor}", {"hashed_id": hashed})
-        return token_id, entry
+        return await self.store_new(entry, token_id)
+
+    # -- lookup ---------------------------------------------------------------------
 
     async def lookup(self, token_id: str) -> TokenEntry | None:
+        """The live entry for a token ID, or None (unknown, expired or used up)."""
         if not token_id:
             return None
-        raw: dict[str, Any] | None = await self._view.get_json(f"id/{await self.hash_id(token_id)}")
-        return TokenEntry(**raw) if raw else None
+        if self.batch.is_batch(token_id):
+            entry = await self.batch.decode(token_id)
+        else:
+            entry = await self.get_by_key(await self.hash_id(token_id))
+        if entry is None or entry.expired() or entry.num_uses < 0:
+            return None
+        return entry
+
+    async def get_by_key(self, key: str) -> TokenEntry | None:
+        raw = await self._view.get_json(f"id/{key}") if key else None
+        return TokenEntry.from_json(raw) if raw else None
+
+    async def lookup_accessor(self, accessor: str) -> TokenEntry | None:
+        if not accessor or "/" in accessor:
+            return None
+        pointer = await self._view.get_json(f"accessor/{accessor}")
+        entry = await self.get_by_key(pointer["key"]) if pointer else None
+        if entry is None or entry.expired() or entry.num_uses < 0:
+            return None
+        return entry
+
+    async def list_accessors(self) -> list[str]:
+        return await self._view.list("accessor/")
+
+    async def all_entries(self) -> list[TokenEntry]:
+        entries = []
+        for key in await self._view.list("id/"):
+            entry = await self.get_by_key(key)
+            if entry is not None:
+                entries.append(entry)
+        return entries
+
+    # -- use, renew ---------------------------------------------------------------------
+
+    async def use(self, entry: TokenEntry) -> TokenEntry:
+        """Count one use of a limited-use token.
+
+        Conditional on the stored revision, so two concurrent requests cannot
+        both spend the last use. The returned entry has ``num_uses == -1``
+        when this was the last use: the caller revokes it after the request.
+        """
+        if entry.num_uses == 0 or not entry.key:
+            return entry
+        while True:
+            found = await self._view.get(f"id/{entry.key}")
+            if found is None:
+                raise _gone()
+            current = TokenEntry.from_json(json.loads(found.value))
+            if current.num_uses <= 0:
+                raise _gone()
+            left = current.num_uses - 1
+            updated = current.with_changes(num_uses=left if left else -1)
+            try:
+                await self._view.commit(
+                    [Put(f"id/{entry.key}", _encode(updated.to_json()), expect=found.revision)]
+                )
+            except RevisionMismatchError:
+                continue
+            return updated
+
+    async def save(self, entry: TokenEntry) -> None:
+        await self._view.put_json(f"id/{entry.key}", entry.to_json())
+        for hook in self.on_create:
+            hook(entry)
+
+    # -- revocation -------------------------------------------------------------------------
+
+    async def children(self, key: str) -> list[str]:
+        return await self._view.list(f"parent/{key}/")
+
+    async def revoke_tree(self, entry: TokenEntry) -> int:
+        """Revoke a token and, depth first, every descendant. Returns how many."""
+        count = 0
+        for child_key in await self.children(entry.key):
+            child = await self.get_by_key(child_key)
+            if child is not None:
+                count += await self.revoke_tree(child)
+            else:
+                await self._view.delete(f"parent/{entry.key}/{child_key}")
+        await self._remove(entry)
+        return count + 1
+
+    async def revoke_orphan(self, entry: TokenEntry) -> None:
+        """Revoke only this token; its children become orphans."""
+        for child_key in await self.children(entry.key):
+            child = await self.get_by_key(child_key)
+            ops: list[TxnOp] = [Delete(f"parent/{entry.key}/{child_key}")]
+            if child is not None:
+                ops.append(Put(f"id/{child_key}", _encode(child.with_changes(parent="").to_json())))
+            await self._view.commit(ops)
+        await self._remove(entry)
+
+    async def _remove(self, entry: TokenEntry) -> None:
+        if not entry.key:
+            return
+        for hook in self.on_revoke:
+            await hook(entry)
+        ops: list[TxnOp] = [Delete(f"id/{entry.key}"), Delete(f"accessor/{entry.accessor}")]
+        if entry.parent:
+            ops.append(Delete(f"parent/{entry.parent}/{entry.key}"))
+        await self._view.commit(ops)
 
     async def revoke(self, token_id: str) -> None:
-        hashed = await self.hash_id(token_id)
-        raw = await self._view.get_json(f"id/{hashed}")
-        if raw:
-            await self._view.delete(f"accessor/{raw['accessor']}")
-        await self._view.delete(f"id/{hashed}")
+        entry = await self.get_by_key(await self.hash_id(token_id))
+        if entry is not None:
+            await self.revoke_tree(entry)
+
+    # -- roles ------------------------------------------------------------------------------
+
+    async def get_role(self, name: str) -> dict[str, Any] | None:
+        raw: dict[str, Any] | None = await self._view.get_json(f"roles/{name}")
+        return raw
+
+    async def put_role(self, name: str, role: dict[str, Any]) -> None:
+        await self._view.put_json(f"roles/{name}", role)
+
+    async def delete_role(self, name: str) -> None:
+        await self._view.delete(f"roles/{name}")
+
+    async def list_roles(self) -> list[str]:
+        return await self._view.list("roles/")
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _gone() -> Exception:
+    return PermissionDeniedError()

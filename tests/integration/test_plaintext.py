@@ -110,8 +110,10 @@ def test_no_plaintext_on_disk_or_in_logs(coffer: CofferFactory, tmp_path: Path) 
 
     # -- the data directory at rest ---------------------------------------------------------
     files = files_under(tmp_path / "data")
-    contents = {str(p.relative_to(tmp_path)): p.read_bytes() for p in files}
-    names = {str(p.relative_to(tmp_path)): str(p.relative_to(tmp_path)).encode() for p in files}
+    contents = {f"content of {p.relative_to(tmp_path)}": p.read_bytes() for p in files}
+    names = {
+        f"name {p.relative_to(tmp_path)}": str(p.relative_to(tmp_path)).encode() for p in files
+    }
     # Sanity: the walk sees the secrets' files and reads plaintext where it exists.
     assert any(path_marker in name for name in names), sorted(names)
     seal_config = [c for n, c in contents.items() if n.endswith("_seal-config")]
@@ -124,7 +126,9 @@ def test_no_plaintext_on_disk_or_in_logs(coffer: CofferFactory, tmp_path: Path) 
         key_secrets[f"key {index} hex"] = hex_key.encode()
         key_secrets[f"key {index} base64"] = b64_key.encode()
         key_secrets[f"key {index} bytes"] = bytes.fromhex(hex_key)
-    on_disk = leaks({**contents, **names}, {**value_secrets, **key_secrets})
+    haystacks = {**contents, **names}
+    assert len(haystacks) == 2 * len(files) > 10
+    on_disk = leaks(haystacks, {**value_secrets, **key_secrets})
     quoted = {"marker url-quoted": quote(marker, safe="").encode()}
     on_disk += leaks(names, quoted)
     assert not on_disk, on_disk

@@ -200,18 +200,6 @@ def _new_cert_missing_key(cert_file: Path, key_file: Path, other: trustme.LeafCe
     key_file.unlink()
 
 
-# Known server bug: CertificateReloader.reload() loads into the live SSLContext,
-# and load_cert_chain() installs the new certificate before it reads the key. When
-# the key is missing or does not match, OpenSSL has already dropped the old key, so
-# the context holds the new certificate and no key: every new handshake fails until
-# a later SIGHUP succeeds. Fix: validate the pair in a scratch context first (or swap
-# whole contexts). strict=True makes the fix show up as an XPASS failure here.
-PARTIAL_RELOAD_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=ssl.SSLError,
-    reason="bug: a failed reload with a new cert and a bad key leaves TLS broken",
-)
-
 Breakage = Callable[[Path, Path, trustme.LeafCert], None]
 
 
@@ -222,8 +210,8 @@ Breakage = Callable[[Path, Path, trustme.LeafCert], None]
         _missing_cert,
         _empty_key,
         _truncated_cert,
-        pytest.param(_new_cert_old_key, marks=PARTIAL_RELOAD_BUG),
-        pytest.param(_new_cert_missing_key, marks=PARTIAL_RELOAD_BUG),
+        _new_cert_old_key,
+        _new_cert_missing_key,
     ],
     ids=lambda f: f.__name__.strip("_"),
 )

@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 from node.engines.system.keys import key_paths
 from node.engines.system.mounts import mount_paths
+from node.engines.system.policies import policy_paths
 from node.engines.system.telemetry import telemetry_paths
+from node.engines.system.wrapping import wrapping_paths
 from node.framework import FrameworkBackend
 
 if TYPE_CHECKING:
@@ -20,4 +22,12 @@ class SystemBackend(FrameworkBackend):
     help_text = "System endpoints: seal, keys, mounts and telemetry."
 
     def __init__(self, core: Core) -> None:
-        super().__init__([*key_paths(core), *mount_paths(core), *telemetry_paths(core)])
+        super().__init__(
+            [
+                *key_paths(core),
+                *mount_paths(core),
+                *policy_paths(core),
+                *wrapping_paths(core),
+                *telemetry_paths(core),
+            ]
+        )

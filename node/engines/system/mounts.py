@@ -1,76 +1,198 @@
-"""``sys/mounts``: list and enable secrets engines."""
+"""``sys/mounts``, ``sys/auth`` and ``sys/remount``: enable, list, tune, move, disable."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from node.engines.types import ENGINE_TYPES
-from node.errors import InvalidRequestError, UnsupportedPathError
+from node.engines.types import AUTH_TYPES, ENGINE_TYPES
+from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
+from node.framework.fields import parse_duration
 from node.logical.request import Operation, Request
 from node.logical.response import Response
-from node.routing.mounts import new_mount
+from node.routing.mounts import MountEntry, new_mount, normalise_path
 
 if TYPE_CHECKING:
     from node.core.core import Core
 
 __all__ = ["mount_paths"]
 
-_RESERVED = ("sys/", "auth/", "cubbyhole/", "identity/")
+_ENABLE_FIELDS = {
+    "type": Field(FieldType.STRING, "Engine or method type, e.g. kv, kv-v2, userpass."),
+    "description": Field(FieldType.STRING, "Human-friendly description.", ""),
+    "config": Field(FieldType.MAP, "default_lease_ttl, max_lease_ttl, force_no_cache."),
+    "options": Field(FieldType.MAP, "Engine options such as version."),
+    "local": Field(FieldType.BOOL, "Not replicated to other clusters.", False),
+    "seal_wrap": Field(FieldType.BOOL, "Extra HSM-backed encryption.", False),
+    "plugin_name": Field(FieldType.STRING, "Alias of type."),
+}
+_TUNE_FIELDS = {
+    "default_lease_ttl": Field(FieldType.DURATION, "Default TTL of leases and tokens."),
+    "max_lease_ttl": Field(FieldType.DURATION, "Maximum TTL of leases and tokens."),
+    "description": Field(FieldType.STRING, "Human-friendly description."),
+    "options": Field(FieldType.MAP, "Engine options such as version."),
+    "force_no_cache": Field(FieldType.BOOL, "Disable caching."),
+    "listing_visibility": Field(FieldType.STRING, "unauth or hidden."),
+}
+
+
+def _config(raw: dict[str, Any]) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for key in ("default_lease_ttl", "max_lease_ttl"):
+        if raw.get(key) not in (None, ""):
+            config[key] = parse_duration(raw[key], f"config.{key}")
+            if config[key] < 0:
+                raise InvalidRequestError(f"config.{key} must not be negative")
+    if "force_no_cache" in raw:
+        config["force_no_cache"] = bool(raw["force_no_cache"])
+    unknown = set(raw) - {
+        "default_lease_ttl",
+        "max_lease_ttl",
+        "force_no_cache",
+        "listing_visibility",
+    }
+    if unknown:
+        raise InvalidRequestError(f"unknown config keys: {sorted(unknown)}")
+    return config
+
+
+def _options(raw: dict[str, Any], type_: str) -> dict[str, str]:
+    options = {str(k): str(v) for k, v in raw.items()}
+    version = options.get("version")
+    if version is not None and type_ in ENGINE_TYPES and version not in ("1", "2", ""):
+        raise InvalidRequestError(f"invalid kv version {version!r}: use 1 or 2")
+    return options
+
+
+def _tune_view(entry: MountEntry, core: Core) -> dict[str, Any]:
+    return {
+        "description": entry.description,
+        "default_lease_ttl": entry.config.get("default_lease_ttl")
+        or core.settings.default_lease_ttl,
+        "max_lease_ttl": entry.config.get("max_lease_ttl") or core.settings.max_lease_ttl,
+        "force_no_cache": entry.config.get("force_no_cache", False),
+        "options": entry.options or None,
+    }
 
 
 def mount_paths(core: Core) -> list[Path]:
-    async def list_mounts(request: Request, data: FieldData) -> Response:
-        listing = {e.path: e.describe() for e in core.mounts.entries()}
-        return Response(data=listing, top_level_data=True)
+    def table_paths(table: str, prefix: str, types: tuple[str, ...]) -> list[Path]:
+        async def listing(request: Request, data: FieldData) -> Response:
+            shown = {e.path: e.describe() for e in core.mounts.entries(table)}
+            return Response(data=shown, top_level_data=True)
 
-    async def read_mount(request: Request, data: FieldData) -> Response:
-        path = _normalise(data.get("path"))
-        for entry in core.mounts.entries():
-            if entry.path == path:
-                return Response(data=entry.describe())
-        raise UnsupportedPathError(f"no mount at {path}")
+        async def read(request: Request, data: FieldData) -> Response:
+            return Response(data=core.mounts.find(table, data.get("path")).describe())
 
-    async def enable(request: Request, data: FieldData) -> None:
-        path = _normalise(data.get("path"))
-        if any(path.startswith(r) for r in _RESERVED):
-            raise InvalidRequestError(f"cannot mount at reserved path {path!r}")
-        type_ = data.get("type")
-        if type_ not in ENGINE_TYPES:
-            raise InvalidRequestError(f"plugin not found in the catalog: {type_}")
-        options = {str(k): str(v) for k, v in (data.get("options") or {}).items()}
-        await core.mounts.enable(
-            new_mount(
+        async def enable(request: Request, data: FieldData) -> None:
+            type_ = data.get("type") or data.get("plugin_name")
+            if not type_:
+                raise InvalidRequestError("'type' is required")
+            if type_ not in types:
+                raise InvalidRequestError(f"plugin not found in the catalog: {type_}")
+            path = normalise_path(data.get("path"))
+            entry = new_mount(
                 path,
                 type_,
                 description=data.get("description"),
-                config=dict(data.get("config") or {}),
-                options=options,
+                config=_config(data.get("config") or {}),
+                options=_options(data.get("options") or {}, type_),
                 local=data.get("local"),
                 seal_wrap=data.get("seal_wrap"),
+                table=table,
             )
-        )
+            await core.mounts.enable(entry)
+
+        async def disable(request: Request, data: FieldData) -> None:
+            await core.mounts.disable(table, data.get("path"))
+
+        async def read_tune(request: Request, data: FieldData) -> Response:
+            return Response(
+                data=_tune_view(core.mounts.find(table, data.get("path")), core),
+                top_level_data=True,
+            )
+
+        async def tune(request: Request, data: FieldData) -> None:
+            entry = core.mounts.find(table, data.get("path"))
+            config = dict(entry.config)
+            config.update(
+                _config(
+                    {
+                        k: data.get(k)
+                        for k in ("default_lease_ttl", "max_lease_ttl", "force_no_cache")
+                        if data.given(k)
+                    }
+                )
+            )
+            if (
+                config.get("max_lease_ttl")
+                and config.get("default_lease_ttl", 0) > config["max_lease_ttl"]
+            ):
+                raise InvalidRequestError("default_lease_ttl must not exceed max_lease_ttl")
+            changes: dict[str, Any] = {"config": config}
+            if data.given("description"):
+                changes["description"] = data.get("description")
+            if data.given("options"):
+                options = {**entry.options, **_options(data.get("options"), entry.type)}
+                if (
+                    entry.type in ENGINE_TYPES
+                    and options.get("version", "1") != entry.options.get("version", "1")
+                    and entry.type == "kv"
+                ):
+                    raise InvalidRequestError(
+                        "changing the kv version of an existing mount is not supported"
+                    )
+                changes["options"] = options
+            await core.mounts.tune(table, entry.path, **changes)
+
+        return [
+            Path(
+                f"{prefix}/?",
+                {Operation.READ: listing},
+                {},
+                f"List {table} mounts.",
+                sudo=table == "auth",
+            ),
+            Path(
+                rf"{prefix}/(?P<path>.+?)/tune/?",
+                {Operation.READ: read_tune, Operation.UPDATE: tune},
+                _TUNE_FIELDS,
+                "Read or tune a mount's settings.",
+                sudo=table == "auth",
+            ),
+            Path(
+                rf"{prefix}/(?P<path>.+)",
+                {Operation.READ: read, Operation.UPDATE: enable, Operation.DELETE: disable},
+                _ENABLE_FIELDS,
+                "Enable, read or disable a mount.",
+                sudo=table == "auth",
+            ),
+        ]
+
+    async def remount(request: Request, data: FieldData) -> Response:
+        source, target = data.get("from") or "", data.get("to") or ""
+        if not source or not target:
+            raise InvalidRequestError("both 'from' and 'to' are required")
+        source_auth, target_auth = source.startswith("auth/"), target.startswith("auth/")
+        if source_auth != target_auth:
+            raise InvalidRequestError("cannot move a mount between sys/mounts and sys/auth")
+        table = "auth" if source_auth else "secret"
+        if source_auth:
+            source, target = source.removeprefix("auth/"), target.removeprefix("auth/")
+        moved = await core.mounts.remount(table, source, target)
+        return Response(data={"migration_id": moved.uuid}, top_level_data=True)
 
     return [
-        Path("mounts", operations={Operation.READ: list_mounts}, summary="List mounted engines."),
+        *table_paths("secret", "mounts", ENGINE_TYPES),
+        *table_paths("auth", "auth", AUTH_TYPES),
         Path(
-            r"mounts/(?P<path>.+)",
-            operations={Operation.READ: read_mount, Operation.UPDATE: enable},
-            fields={
-                "type": Field(FieldType.STRING, "Engine type, e.g. kv or kv-v2.", required=False),
-                "description": Field(FieldType.STRING, "Human-friendly description.", ""),
-                "config": Field(FieldType.MAP, "default_lease_ttl, max_lease_ttl, force_no_cache."),
-                "options": Field(FieldType.MAP, "Engine options such as version."),
-                "local": Field(FieldType.BOOL, "Not replicated.", False),
-                "seal_wrap": Field(FieldType.BOOL, "Extra HSM-backed encryption.", False),
+            "remount",
+            {Operation.UPDATE: remount},
+            {
+                "from": Field(FieldType.STRING, "Current mount path."),
+                "to": Field(FieldType.STRING, "New mount path."),
             },
-            summary="Enable or read one mount.",
+            "Move a mount to a new path.",
+            sudo=True,
         ),
     ]
-
-
-def _normalise(path: str) -> str:
-    path = path.strip("/")
-    if not path:
-        raise InvalidRequestError("mount path must not be empty")
-    return path + "/"

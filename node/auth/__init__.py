@@ -1,0 +1,1 @@
+"""Authentication methods, mounted under ``auth/``; each returns ``Response.auth``."""

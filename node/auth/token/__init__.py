@@ -1,0 +1,1 @@
+"""The token auth method (``auth/token/``): create, look up, renew, revoke, roles."""

@@ -1,0 +1,115 @@
+"""Token roles (``auth/token/roles/:name``): templates for tokens created from them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from node.errors import InvalidRequestError, UnsupportedPathError
+from node.framework import Field, FieldData, FieldType, Path
+from node.logical.request import Operation, Request
+from node.logical.response import Response
+from node.tokens.store import TokenStore
+
+__all__ = ["TOKEN_TYPES", "role_fields", "role_paths"]
+
+TOKEN_TYPES = ("service", "batch", "default-service", "default-batch")
+
+#: Stored name -> (field type, default, description). ``token_*`` names are
+#: the current spellings; ``period`` and ``explicit_max_ttl`` the legacy ones.
+_ROLE_SCHEMA: dict[str, tuple[FieldType, Any, str]] = {
+    "allowed_policies": (FieldType.COMMA_STRING_LIST, [], "Policies tokens of this role may have."),
+    "disallowed_policies": (
+        FieldType.COMMA_STRING_LIST,
+        [],
+        "Policies tokens of this role may not have.",
+    ),
+    "orphan": (FieldType.BOOL, False, "Tokens are created without a parent."),
+    "renewable": (FieldType.BOOL, True, "Tokens can be renewed."),
+    "path_suffix": (FieldType.STRING, "", "Suffix of the creation path."),
+    "token_period": (FieldType.DURATION, 0, "Period of the tokens."),
+    "token_explicit_max_ttl": (FieldType.DURATION, 0, "Hard cap on the tokens' life."),
+    "token_type": (
+        FieldType.STRING,
+        "default-service",
+        "service, batch, default-service or default-batch.",
+    ),
+    "token_no_default_policy": (FieldType.BOOL, False, "Do not add the default policy."),
+    "token_num_uses": (FieldType.INT, 0, "Uses of each token; 0 is unlimited."),
+    "token_bound_cidrs": (FieldType.COMMA_STRING_LIST, [], "CIDRs the tokens may be used from."),
+}
+_LEGACY = {
+    "period": "token_period",
+    "explicit_max_ttl": "token_explicit_max_ttl",
+    "bound_cidrs": "token_bound_cidrs",
+}
+
+
+def role_fields() -> dict[str, Field]:
+    fields = {name: Field(t, desc) for name, (t, _, desc) in _ROLE_SCHEMA.items()}
+    for legacy, current in _LEGACY.items():
+        fields[legacy] = Field(_ROLE_SCHEMA[current][0], f"Legacy name of {current}.")
+    return fields
+
+
+def _public(role: dict[str, Any], name: str) -> dict[str, Any]:
+    shown = {key: role.get(key, default) for key, (_, default, _) in _ROLE_SCHEMA.items()}
+    shown["name"] = name
+    shown["period"] = shown["token_period"]
+    shown["explicit_max_ttl"] = shown["token_explicit_max_ttl"]
+    return shown
+
+
+def role_paths(store: TokenStore, fields: dict[str, Field]) -> list[Path]:
+    async def read(request: Request, data: FieldData) -> Response:
+        role = await store.get_role(data.get("role_name"))
+        if role is None:
+            raise UnsupportedPathError()
+        return Response(data=_public(role, data.get("role_name")))
+
+    async def write(request: Request, data: FieldData) -> None:
+        name = data.get("role_name")
+        role = await store.get_role(name) or {}
+        for key, (_, default, _) in _ROLE_SCHEMA.items():
+            if data.given(key):
+                role[key] = data.get(key)
+            role.setdefault(key, default)
+        for legacy, current in _LEGACY.items():
+            if data.given(legacy) and not data.given(current):
+                role[current] = data.get(legacy)
+        if role["token_type"] not in TOKEN_TYPES:
+            raise InvalidRequestError(
+                f"invalid token_type {role['token_type']!r}: use one of {', '.join(TOKEN_TYPES)}"
+            )
+        if (
+            role["token_num_uses"] < 0
+            or role["token_period"] < 0
+            or role["token_explicit_max_ttl"] < 0
+        ):
+            raise InvalidRequestError(
+                "token_num_uses, token_period and token_explicit_max_ttl must not be negative"
+            )
+        role["allowed_policies"] = sorted({p.lower() for p in role["allowed_policies"]})
+        role["disallowed_policies"] = sorted({p.lower() for p in role["disallowed_policies"]})
+        # The creation code reads these names.
+        role["period"] = role["token_period"]
+        role["explicit_max_ttl"] = role["token_explicit_max_ttl"]
+        await store.put_role(name, role)
+
+    async def delete(request: Request, data: FieldData) -> None:
+        await store.delete_role(data.get("role_name"))
+
+    async def listing(request: Request, data: FieldData) -> Response:
+        keys = await store.list_roles()
+        if not keys:
+            raise UnsupportedPathError()
+        return Response(data={"keys": keys})
+
+    return [
+        Path("roles/?", {Operation.LIST: listing}, {}, "List token roles."),
+        Path(
+            r"roles/(?P<role_name>[^/]+)",
+            {Operation.READ: read, Operation.UPDATE: write, Operation.DELETE: delete},
+            fields,
+            "Create, read, update or delete a token role.",
+        ),
+    ]

@@ -1,0 +1,67 @@
+"""Batch tokens: the entry itself, encrypted, is the token; nothing is stored.
+
+That is what makes them cheap: no storage write on creation and no lookup
+read on use. The price (as in the reference) is that they cannot be revoked
+individually, renewed, or have children.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from node.barrier.view import BarrierView
+from node.errors import RevisionMismatchError
+from node.physical.base import Put
+from node.tokens.entry import TokenEntry
+
+__all__ = ["BATCH_PREFIX", "BatchCodec"]
+
+BATCH_PREFIX = "hvb."
+_AAD = b"coffer-batch-token-v1"
+
+
+class BatchCodec:
+    def __init__(self, view: BarrierView) -> None:
+        self._view = view
+        self._key: bytes | None = None
+
+    def forget(self) -> None:
+        self._key = None
+
+    def is_batch(self, token_id: str) -> bool:
+        return token_id.startswith(BATCH_PREFIX)
+
+    async def _key_bytes(self) -> bytes:
+        if self._key is None:
+            found = await self._view.get("batch-key")
+            if found is None:
+                key = os.urandom(32)
+                try:
+                    await self._view.commit([Put("batch-key", key, expect=0)])
+                except RevisionMismatchError:
+                    return await self._key_bytes()
+                self._key = key
+            else:
+                self._key = found.value
+        return self._key
+
+    async def encode(self, entry: TokenEntry) -> str:
+        nonce = os.urandom(12)
+        plain = json.dumps(entry.to_json(), separators=(",", ":")).encode()
+        sealed = nonce + AESGCM(await self._key_bytes()).encrypt(nonce, plain, _AAD)
+        return BATCH_PREFIX + base64.urlsafe_b64encode(sealed).decode().rstrip("=")
+
+    async def decode(self, token_id: str) -> TokenEntry | None:
+        body = token_id[len(BATCH_PREFIX) :]
+        try:
+            sealed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            plain = AESGCM(await self._key_bytes()).decrypt(sealed[:12], sealed[12:], _AAD)
+            return TokenEntry.from_json(json.loads(plain))
+        except (binascii.Error, ValueError, InvalidTag, TypeError):
+            return None
