@@ -12,7 +12,12 @@ from api.keys import CORE
 from api.translate import read_json_body
 from node.core.core import VERSION
 from node.core.health import NodeRole, parse_health_query
-from node.errors import InvalidRequestError, NotInitializedError, SealedError
+from node.errors import (
+    InvalidRequestError,
+    MethodNotAllowedError,
+    NotInitializedError,
+    SealedError,
+)
 
 __all__ = ["sys_routes"]
 
@@ -71,6 +76,9 @@ async def unseal(request: web.Request) -> web.Response:
     if not isinstance(reset, bool):
         raise InvalidRequestError("reset: expected a boolean")
     if reset:
+        if not await core.initialized():
+            # as the reference: nothing to reset, answer with the seal status
+            return json_response((await core.seal_status()).to_json())
         return json_response((await core.reset_unseal()).to_json())
     key = body.get("key")
     if not key:
@@ -127,14 +135,25 @@ async def leader(request: web.Request) -> web.Response:
     )
 
 
+async def method_not_allowed(request: web.Request) -> web.Response:
+    raise MethodNotAllowedError(f"unsupported operation {request.method} on {request.path}")
+
+
 def sys_routes() -> list[web.RouteDef]:
+    # Each path ends with a catch-all method, so another verb is a 405 here instead of
+    # falling through to the logical /v1/{path} route (503 while sealed, 404 after).
     return [
         web.get("/v1/sys/init", init_status, allow_head=False),
         web.put("/v1/sys/init", init),
         web.post("/v1/sys/init", init),
+        web.route("*", "/v1/sys/init", method_not_allowed),
         web.get("/v1/sys/seal-status", seal_status, allow_head=False),
+        web.route("*", "/v1/sys/seal-status", method_not_allowed),
         web.put("/v1/sys/unseal", unseal),
         web.post("/v1/sys/unseal", unseal),
+        web.route("*", "/v1/sys/unseal", method_not_allowed),
         web.get("/v1/sys/health", health),
+        web.route("*", "/v1/sys/health", method_not_allowed),
         web.get("/v1/sys/leader", leader, allow_head=False),
+        web.route("*", "/v1/sys/leader", method_not_allowed),
     ]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+from urllib.parse import parse_qsl
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from node.errors import InvalidRequestError, MethodNotAllowedError
 from node.framework.fields import parse_duration
@@ -25,25 +28,131 @@ def header(request: web.Request, suffix: str) -> str:
 
 def client_token(request: web.Request) -> str:
     token = header(request, "Token")
-    if token:
-        return token.strip()
-    authorization = request.headers.get("Authorization", "")
-    scheme, _, value = authorization.partition(" ")
-    return value.strip() if scheme.lower() == "bearer" else ""
+    if not token:
+        authorization = request.headers.get("Authorization", "")
+        scheme, _, value = authorization.partition(" ")
+        token = value if scheme.lower() == "bearer" else ""
+    token = token.strip()
+    try:
+        token.encode()
+    except UnicodeEncodeError:
+        # Header bytes that are not UTF-8 arrive surrogate-escaped; no token has them.
+        return ""
+    return token
+
+
+#: Deepest nesting of objects and arrays accepted in a body (the reference's
+#: ``max_json_depth`` default); deeper input would exhaust the recursion limit.
+MAX_JSON_DEPTH = 500
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON constant {name}")
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+async def _read_raw(request: web.Request) -> bytes:
+    """The whole body. Over-size raises 413 in aiohttp."""
+    try:
+        return await request.read()
+    except RequestPayloadError as exc:
+        # e.g. a body that does not decode under its Content-Encoding
+        detail = getattr(exc.__cause__, "message", "") or "malformed body"
+        raise InvalidRequestError(f"failed to read the request body: {detail}") from exc
 
 
 async def read_json_body(request: web.Request) -> dict[str, Any]:
     """The body as a JSON object; empty means ``{}``. Over-size raises 413 in aiohttp."""
-    raw = await request.read()
+    return _parse_json_object(await _read_raw(request))
+
+
+def _parse_json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        parsed = json.loads(raw)
+        parsed = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError as exc:
+        raise InvalidRequestError(
+            f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels"
+        ) from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequestError(f"failed to parse JSON input: {exc}") from exc
     if not isinstance(parsed, dict):
         raise InvalidRequestError("the request body must be a JSON object")
+    if _too_deep(parsed, MAX_JSON_DEPTH):
+        raise InvalidRequestError(
+            f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels"
+        )
     return parsed
+
+
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+#: How much of a body is looked at to tell JSON sent with a form content type
+#: (``curl -d '{...}'``) from a real form, as the reference does.
+_FORM_SNIFF_BYTES = 512
+_BAD_PERCENT_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+
+
+def _is_form(raw: bytes, content_type: str) -> bool:
+    """A form only if declared as one and the body does not start like JSON.
+
+    Clients have never had to send a Content-Type, and ``curl -d`` labels JSON as
+    a form, so JSON wins unless the body clearly is not JSON.
+    """
+    if content_type != FORM_CONTENT_TYPE:
+        return False
+    head = raw[:_FORM_SNIFF_BYTES].lstrip(b" \t\r\n")
+    return not head.startswith((b"{", b"["))
+
+
+def _parse_form(raw: bytes) -> dict[str, Any]:
+    """``application/x-www-form-urlencoded`` fields; a repeated field is comma-joined."""
+    if _BAD_PERCENT_ESCAPE.search(raw):
+        raise InvalidRequestError("error parsing form data: invalid percent-encoding")
+    try:
+        text = raw.decode("utf-8")
+        pairs = parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict")
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidRequestError(f"error parsing form data: {exc}") from exc
+    fields: dict[str, list[str]] = {}
+    for key, value in pairs:
+        if key:
+            fields.setdefault(key, []).append(value)
+    return {key: ",".join(values) for key, values in fields.items()}
+
+
+async def read_logical_body(request: web.Request) -> dict[str, Any]:
+    """A write's body: JSON, or form fields when it is really a form."""
+    raw = await _read_raw(request)
+    if _is_form(raw, request.content_type):
+        return _parse_form(raw)
+    return _parse_json_object(raw)
+
+
+def _query_data(request: web.Request) -> dict[str, Any]:
+    """Query parameters as request data; a repeated parameter becomes a list."""
+    data: dict[str, Any] = {}
+    for key in request.query:
+        if key in ("list", "help") or key in data:
+            continue
+        values = request.query.getall(key)
+        data[key] = values[0] if len(values) == 1 else list(values)
+    return data
 
 
 def _operation(request: web.Request) -> Operation:
@@ -78,10 +187,12 @@ class _UnsupportedMediaType(InvalidRequestError):
 async def to_request(request: web.Request, path: str, request_id: str) -> Request:
     operation = _operation(request)
     data: dict[str, Any] = {}
-    if operation in (Operation.UPDATE, Operation.PATCH):
+    if operation is Operation.UPDATE:
+        data = await read_logical_body(request)
+    elif operation is Operation.PATCH:
         data = await read_json_body(request)
     elif operation in (Operation.READ, Operation.LIST, Operation.DELETE):
-        data = {k: v for k, v in request.query.items() if k not in ("list", "help")}
+        data = _query_data(request)
     if operation is Operation.LIST and not path.endswith("/"):
         path += "/"
     wrap_ttl = 0

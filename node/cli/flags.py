@@ -11,6 +11,7 @@ option strings, which argparse matches exactly before it tries to split ``=``.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 __all__ = [
@@ -21,8 +22,10 @@ __all__ = [
     "add_help",
     "add_option",
     "add_switch",
+    "duration",
     "global_flags",
     "parse_bool",
+    "parse_duration",
 ]
 
 # Go's strconv.ParseBool vocabulary, plus the usual shell spellings.
@@ -45,6 +48,44 @@ def parse_bool(text: str) -> bool | None:
     if word in _FALSE:
         return False
     return None
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d)")
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+}
+
+
+def parse_duration(text: str) -> int:
+    """Whole seconds from ``90``, ``90s``, ``1h30m`` or ``1.5h`` (Go durations plus ``d``).
+
+    Raises ``ValueError`` for anything else, including negative durations.
+    """
+    body = text.strip()
+    if re.fullmatch(r"\d+", body):
+        return int(body)
+    parts = _DURATION_PART.findall(body)
+    if not body or "".join(number + unit for number, unit in parts) != body:
+        raise ValueError(f"invalid duration {text!r}")
+    return int(sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts))
+
+
+def duration(text: str) -> str:
+    """argparse ``type`` for duration flags: validated, passed on as written."""
+    try:
+        parse_duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r} (use e.g. 30s, 10m, 1h30m)"
+        ) from None
+    return text.strip()
 
 
 def add_help(parser: argparse.ArgumentParser) -> None:
@@ -110,6 +151,14 @@ def global_flags() -> argparse.ArgumentParser:
         dest="output_format",
         choices=("table", "json"),
         help="output format (env COFFER_FORMAT, default table)",
+    )
+    add_option(
+        group,
+        "wrap-ttl",
+        type=duration,
+        metavar="DURATION",
+        help="ask the server to wrap the response in a single-use token valid this long "
+        "(env COFFER_WRAP_TTL)",
     )
     return parent
 

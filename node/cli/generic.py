@@ -1,8 +1,9 @@
 """``coffer read|write|delete|list PATH``: raw access to any API path under /v1.
 
-These are Vault's generic ("logical") commands; engines and auth methods get
-dedicated commands later, but everything is reachable through these. Data for
-``write`` follows Vault's ``k=v`` rules: ``k=@file`` reads a file, ``k=-``
+These are Vault's generic ("logical") commands; KV, mounts, policies and
+tokens have dedicated commands too, but everything is reachable through these.
+``read PATH k=v`` and ``delete PATH k=v`` send the pairs as query parameters.
+Data for ``write`` (and ``kv put``) follows Vault's ``k=v`` rules: ``k=@file`` reads a file, ``k=-``
 reads stdin, ``\\@`` escapes a literal ``@``, a bare ``-`` or ``@file.json``
 merges a JSON object, and repeated keys collect into a list.
 """
@@ -13,26 +14,18 @@ import argparse
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import quote
 
-from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
+from node.cli.common import api_path, no_value, print_field, print_secret, success, with_query
+from node.cli.errors import EXIT_OK, CliError, UsageError
 from node.cli.flags import add_command, add_option, add_switch
-from node.cli.http import ApiError, Json, TransportError
-from node.cli.output import format_value, print_json, print_warnings, secret_rows, table
+from node.cli.output import format_value, print_json, print_warnings, secret_rows
 
 if TYPE_CHECKING:
     from node.cli.context import Context
     from node.cli.flags import Subparsers
+    from node.cli.http import Json
 
-__all__ = ["api_path", "parse_data", "register"]
-
-
-def api_path(path: str, *, trailing_slash: bool = False) -> str:
-    """``/v1/<path>`` with the user's path cleaned and percent-encoded."""
-    clean = path.strip().strip("/")
-    if not clean:
-        raise UsageError("Error: a non-empty PATH is required")
-    return "/v1/" + quote(clean, safe="/") + ("/" if trailing_slash else "")
+__all__ = ["api_path", "parse_data", "print_list", "query_data", "register"]
 
 
 def _json_object(text: str, source: str) -> dict[str, Any]:
@@ -85,91 +78,20 @@ def parse_data(items: list[str], stdin: TextIO) -> dict[str, Any]:
     return result
 
 
-def _print_field(ctx: Context, response: Json | None, field: str) -> int:
-    """``-field``: one value, raw, for scripts (``$(coffer read -field=x ...)``)."""
-    data = (response or {}).get("data")
-    sources = [data if isinstance(data, dict) else {}, response or {}]
-    for source in sources:
-        if field in source:
-            value = source[field]
-            ctx.print(value if isinstance(value, str) else json.dumps(value))
-            return EXIT_OK
-    raise CliError(f'Field "{field}" not present in secret', EXIT_USAGE)
+def query_data(items: list[str], stdin: TextIO) -> dict[str, Any]:
+    """``k=v`` arguments of ``read``/``delete``: sent as the query string."""
+    return {
+        key: json.dumps(value) if isinstance(value, dict | bool | int | float) else value
+        for key, value in parse_data(items, stdin).items()
+    }
 
 
-def _print_secret(ctx: Context, response: Json) -> None:
-    if ctx.json:
-        print_json(response, ctx.out)
-        return
-    print_warnings(response, ctx.err)
-    rows = secret_rows(response)
-    if rows:
-        ctx.print(table(rows))
-
-
-def _no_value(path: str) -> CliError:
-    return CliError(f"No value found at {path}", EXIT_USAGE)
-
-
-def _call_or_not_found(ctx: Context, doing: str, method: str, path: str, shown: str) -> Json | None:
-    """A read-style call where 404 means "nothing there" (Vault prints no error list)."""
-    try:
-        _, response = ctx.client.request(method, path)
-    except ApiError as exc:
-        if exc.status == 404:
-            raise _no_value(shown) from None
-        raise CliError(f"Error {doing} {shown}: {exc}", EXIT_USAGE) from None
-    except TransportError as exc:
-        raise CliError(f"Error {doing} {shown}: {exc}", EXIT_USAGE) from None
-    return response
-
-
-def run_read(args: argparse.Namespace, ctx: Context) -> int:
-    path: str = args.path
-    response = _call_or_not_found(ctx, "reading", "GET", api_path(path), path)
-    if response is None:
-        raise _no_value(path)
-    if args.field:
-        return _print_field(ctx, response, args.field)
-    _print_secret(ctx, response)
-    return EXIT_OK
-
-
-def run_write(args: argparse.Namespace, ctx: Context) -> int:
-    path: str = args.path
-    data = parse_data(list(args.data), ctx.stdin)
-    if not data and not args.force:
-        raise UsageError("Error: must supply data or use -force")
-    response = ctx.call(f"writing data to {path}", "PUT", api_path(path), data)
-    if args.field:
-        return _print_field(ctx, response, args.field)
-    if response is None or (not ctx.json and not secret_rows(response)):
-        print_warnings(response, ctx.err)
-        if not ctx.json:
-            ctx.print(f"Success! Data written to: {path}")
-        return EXIT_OK
-    _print_secret(ctx, response)
-    return EXIT_OK
-
-
-def run_delete(args: argparse.Namespace, ctx: Context) -> int:
-    path: str = args.path
-    response = ctx.call(f"deleting {path}", "DELETE", api_path(path))
-    if not ctx.json:
-        print_warnings(response, ctx.err)
-        ctx.print(f"Success! Data deleted (if it existed) at: {path}")
-    elif response is not None:
-        print_json(response, ctx.out)
-    return EXIT_OK
-
-
-def run_list(args: argparse.Namespace, ctx: Context) -> int:
-    path: str = args.path
-    response = _call_or_not_found(ctx, "listing", "LIST", api_path(path, trailing_slash=True), path)
+def print_list(ctx: Context, response: Json | None, shown: str) -> int:
+    """``Keys``/``----`` and one key a line, or a JSON array; no keys is "No value found"."""
     data = (response or {}).get("data")
     keys = data.get("keys") if isinstance(data, dict) else None
     if not isinstance(keys, list) or not keys:
-        raise _no_value(path)
+        raise no_value(shown)
     if ctx.json:
         print_json(keys, ctx.out)
         return EXIT_OK
@@ -180,9 +102,55 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
     return EXIT_OK
 
 
+def run_read(args: argparse.Namespace, ctx: Context) -> int:
+    path: str = args.path
+    query = query_data(list(args.data), ctx.stdin)
+    response = ctx.fetch(f"reading {path}", "GET", with_query(api_path(path), query))
+    if response is None:
+        raise no_value(path)
+    if args.field:
+        return print_field(ctx, response, args.field)
+    return print_secret(ctx, response)
+
+
+def run_write(args: argparse.Namespace, ctx: Context) -> int:
+    path: str = args.path
+    data = parse_data(list(args.data), ctx.stdin)
+    if not data and not args.force:
+        raise UsageError("Error: must supply data or use -force")
+    response = ctx.call(f"writing data to {path}", "PUT", api_path(path), data)
+    if args.field:
+        return print_field(ctx, response or {}, args.field)
+    if response is None or (not ctx.json and not secret_rows(response)):
+        print_warnings(response, ctx.err)
+        return success(ctx, f"Success! Data written to: {path}")
+    return print_secret(ctx, response)
+
+
+def run_delete(args: argparse.Namespace, ctx: Context) -> int:
+    path: str = args.path
+    query = query_data(list(args.data), ctx.stdin)
+    response = ctx.call(f"deleting {path}", "DELETE", with_query(api_path(path), query))
+    if ctx.json:
+        if response is not None:
+            print_json(response, ctx.out)
+        return EXIT_OK
+    print_warnings(response, ctx.err)
+    return success(ctx, f"Success! Data deleted (if it existed) at: {path}")
+
+
+def run_list(args: argparse.Namespace, ctx: Context) -> int:
+    path: str = args.path
+    response = ctx.fetch(f"listing {path}", "LIST", api_path(path, trailing_slash=True))
+    return print_list(ctx, response, path)
+
+
 def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> None:
-    read = add_command(subparsers, "read", "read data at PATH", parents=parents)
+    read = add_command(
+        subparsers, "read", "read data at PATH (k=v pairs go in the query)", parents=parents
+    )
     read.add_argument("path", metavar="PATH")
+    read.add_argument("data", nargs="*", metavar="DATA", help="k=v query parameters")
     add_option(read, "field", metavar="NAME", help="print only this field, raw")
     read.set_defaults(handler=run_read)
 
@@ -201,6 +169,7 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
 
     delete = add_command(subparsers, "delete", "delete data at PATH", parents=parents)
     delete.add_argument("path", metavar="PATH")
+    delete.add_argument("data", nargs="*", metavar="DATA", help="k=v query parameters")
     delete.set_defaults(handler=run_delete)
 
     listing = add_command(subparsers, "list", "list keys under PATH", parents=parents)

@@ -41,6 +41,7 @@ class ApiError(Exception):
         method: str = "",
         url: str = "",
         raw: str = "",
+        body: Json | None = None,
     ) -> None:
         super().__init__(status, errors)
         self.status = status
@@ -48,6 +49,9 @@ class ApiError(Exception):
         self.method = method
         self.url = url
         self.raw = raw
+        #: The decoded error body, when it was a JSON object: a 404 from KV v2
+        #: for a deleted version still carries the version's metadata.
+        self.body = body
 
     def __str__(self) -> str:
         lines = ["Error making API request.", ""]
@@ -84,7 +88,12 @@ class _KeepRedirects(urllib.request.HTTPRedirectHandler):
 
 
 class ApiClient:
-    """Sends JSON requests to one server; holds the token and TLS settings."""
+    """Sends JSON requests to one server; holds the token and TLS settings.
+
+    ``wrap_ttl`` (``-wrap-ttl``) asks the server to wrap responses: every
+    request carries ``X-Service-Wrap-TTL`` unless it passes ``wrap=False``
+    (internal look-ups such as the KV version check, as in Vault).
+    """
 
     def __init__(
         self,
@@ -96,10 +105,12 @@ class ApiClient:
         ca_path: str | None = None,
         skip_verify: bool = False,
         timeout: float = _DEFAULT_TIMEOUT,
+        wrap_ttl: str | None = None,
     ) -> None:
         self.address = address.rstrip("/")
         self._token = token
         self._namespace = namespace
+        self.wrap_ttl = wrap_ttl
         self._timeout = timeout
         context = self._tls_context(ca_cert, ca_path, skip_verify)
         self._opener = urllib.request.build_opener(
@@ -125,29 +136,41 @@ class ApiClient:
         return f"{self.address}/{path.lstrip('/')}"
 
     def request(
-        self, method: str, path: str, body: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        wrap: bool = True,
+        content_type: str = "application/json",
+        token: str | None = None,
     ) -> tuple[int, Json | None]:
         """Send one request; the decoded JSON object, or ``None`` for an empty body.
 
-        Raises :class:`ApiError` for status >= 400 and :class:`TransportError`
-        when no usable response arrived.
+        ``token`` replaces the configured token for this request only (``login``
+        checks a new token with it). Raises :class:`ApiError` for status >= 400
+        and :class:`TransportError` when no usable response arrived.
         """
         method = method.upper()
         data = None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json", "X-Service-Request": "true"}
         if data is not None:
-            headers["Content-Type"] = "application/json"
-        if self._token:
-            headers["X-Service-Token"] = self._token
+            headers["Content-Type"] = content_type
+        use_token = self._token if token is None else token
+        if use_token:
+            headers["X-Service-Token"] = use_token
         if self._namespace:
             headers["X-Service-Namespace"] = self._namespace
+        if wrap and self.wrap_ttl:
+            headers["X-Service-Wrap-TTL"] = self.wrap_ttl
         url = self.url(path)
+        secrets = tuple(t for t in (self._token, token) if t)
         for _ in range(_MAX_REDIRECTS + 1):
             status, location, raw = self._send(method, url, headers, data)
             if status in _REDIRECT_STATUSES and location:
                 url = self._redirect_target(method, url, location)
                 continue
-            return status, self._decode(method, url, status, raw)
+            return status, self._decode(method, url, status, raw, secrets)
         raise TransportError(f"{method} {url}: too many redirects")
 
     def _send(
@@ -201,7 +224,9 @@ class ApiClient:
             return reason.strerror
         return str(reason) or type(reason).__name__
 
-    def _decode(self, method: str, url: str, status: int, raw: bytes) -> Json | None:
+    def _decode(
+        self, method: str, url: str, status: int, raw: bytes, secrets: tuple[str, ...] = ()
+    ) -> Json | None:
         text = raw.decode("utf-8", errors="replace").strip()
         try:
             parsed: Any = json.loads(text) if text else None
@@ -212,17 +237,24 @@ class ApiClient:
         if status >= 400:
             errors: list[str] = []
             if isinstance(parsed, dict) and isinstance(parsed.get("errors"), list):
-                errors = [self._scrub(str(e)) for e in parsed["errors"]]
-            raw_text = "" if parsed is not None else self._scrub(text)
-            raise ApiError(status, errors, method=method, url=url, raw=raw_text)
+                errors = [self._scrub(str(e), secrets) for e in parsed["errors"]]
+            raw_text = "" if parsed is not None else self._scrub(text, secrets)
+            raise ApiError(
+                status,
+                errors,
+                method=method,
+                url=url,
+                raw=raw_text,
+                body=parsed if isinstance(parsed, dict) else None,
+            )
         if parsed is None:
             return None
         if not isinstance(parsed, dict):
             raise TransportError(f"{method} {url}: response is not a JSON object")
         return parsed
 
-    def _scrub(self, message: str) -> str:
-        """Remove our own token should the server ever echo it into an error."""
-        if self._token and self._token in message:
-            return message.replace(self._token, "<redacted>")
+    def _scrub(self, message: str, secrets: tuple[str, ...] = ()) -> str:
+        """Remove our own token(s) should the server ever echo one into an error."""
+        for secret in secrets or ((self._token,) if self._token else ()):
+            message = message.replace(secret, "<redacted>")
         return message

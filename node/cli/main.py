@@ -13,6 +13,10 @@ Exit codes follow the Vault CLI:
 
 Error messages go to stderr as ``Error <doing>: ...`` with the server's
 ``Code: N. Errors:`` list, and never include tokens or keys.
+
+A response the server wrapped (``-wrap-ttl``) is printed here for every
+command, as the ``wrapping_token:`` table (or the JSON envelope, or the
+``-field`` asked for), and exits 0.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from node.cli import generic, operator, status
-from node.cli.context import Context
+from node.cli import generic, kv, login, mounts, operator, policy, status, token
+from node.cli.common import print_field, print_secret
+from node.cli.context import Context, WrappedResponse
 from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError
 from node.cli.flags import add_command, add_help, global_flags
 from node.cli.settings import GlobalFlags
@@ -65,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     operator.register(commands, parents)
     status.register(commands, parents)
     generic.register(commands, parents)
+    kv.register(commands, parents)
+    mounts.register(commands, parents)
+    policy.register(commands, parents)
+    token.register(commands, parents)
+    login.register(commands, parents)
     add_command(commands, "version", "print the client version").set_defaults(handler=_run_version)
     return parser
 
@@ -78,6 +88,7 @@ def _flags(args: argparse.Namespace) -> GlobalFlags:
         ca_path=getattr(args, "ca_path", None),
         tls_skip_verify=getattr(args, "tls_skip_verify", None),
         output_format=getattr(args, "output_format", None),
+        wrap_ttl=getattr(args, "wrap_ttl", None),
     )
 
 
@@ -94,11 +105,35 @@ def _exit_code(exc: SystemExit) -> int:
     return exc.code if isinstance(exc.code, int) else EXIT_USAGE
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse, letting ``k=v`` data follow flags: ``write p a=1 -force b=2``.
+
+    argparse takes a command's positionals in one go, so data after a flag
+    would be "unrecognized"; for commands with DATA it is appended instead.
+    """
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        if isinstance(getattr(args, "data", None), list) and not any(
+            item.startswith("-") and item != "-" for item in extras
+        ):
+            args.data.extend(extras)
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
+def _print_wrapped(args: argparse.Namespace, ctx: Context, response: dict[str, object]) -> int:
+    field = getattr(args, "field", None)
+    if field:
+        return print_field(ctx, response, field)
+    return print_secret(ctx, response)
+
+
 def main(argv: list[str]) -> int:
     """Run one client command; returns the process exit code."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     except SystemExit as exc:  # -h, -version and usage errors
         return _exit_code(exc)
     ctx = Context(
@@ -111,7 +146,10 @@ def main(argv: list[str]) -> int:
     )
     handler: Handler = args.handler
     try:
-        return handler(args, ctx)
+        try:
+            return handler(args, ctx)
+        except WrappedResponse as wrapped:
+            return _print_wrapped(args, ctx, wrapped.response)
     except CliError as exc:
         sys.stdout.flush()
         ctx.warn(exc.message)

@@ -13,13 +13,21 @@ from typing import Any, TextIO
 
 __all__ = [
     "EMPTY",
+    "MISSING",
     "columns",
+    "data_rows",
+    "field_text",
     "format_value",
+    "grid",
+    "header_for_map",
     "human_duration",
+    "pad_equal_signs",
     "print_json",
     "print_warnings",
+    "raw_field",
     "secret_rows",
     "table",
+    "ttl_value",
 ]
 
 EMPTY = "n/a"
@@ -43,8 +51,10 @@ def format_value(value: object) -> str:
 
 
 def human_duration(seconds: int) -> str:
-    """Vault's duration style: ``768h``, ``1m30s``, ``1h1s``, ``0s``."""
-    if seconds <= 0:
+    """Vault's duration style: ``768h``, ``1m30s``, ``1h1s``, ``0s``, ``-1m``."""
+    if seconds < 0:
+        return "-" + human_duration(-seconds)
+    if seconds == 0:
         return "0s"
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
@@ -72,6 +82,56 @@ def table(rows: Iterable[Row], header: tuple[str, str] = ("Key", "Value")) -> st
     """:func:`columns` under a header and a dashed rule, as ``vault`` prints."""
     rule = ("-" * len(header[0]), "-" * len(header[1]))
     return columns([header, rule, *rows])
+
+
+def grid(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Any number of aligned columns under a dashed rule (``secrets list``)."""
+    cells = [list(header), ["-" * len(name) for name in header]]
+    cells += [[format_value(v) if v != "" else EMPTY for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return "\n".join(
+        _GUTTER.join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    )
+
+
+def pad_equal_signs(header: str, total: int) -> str:
+    """Vault's section titles: ``== Secret Path ==`` sized to what follows."""
+    signs = total - (len(header) + 2)
+    if signs <= 0:
+        signs = 4
+    if signs % 2:
+        signs += 1
+    half = "=" * (signs // 2)
+    return f"{half} {header} {half}"
+
+
+def header_for_map(header: str, data: Mapping[str, Any]) -> str:
+    """A section title as wide as the Key/Value table of ``data`` below it."""
+    width = 0
+    for key, value in data.items():
+        width = max(width, len(str(key)))
+        if isinstance(value, Mapping):
+            width = max([width, *(len(str(k)) for k in value)])
+    return pad_equal_signs(header, width + len(_GUTTER) + len("Value"))
+
+
+def ttl_value(key: str, value: object) -> object:
+    """Vault prints numbers under TTL-like keys (``ttl``, ``*_ttl``, ``period``) as durations."""
+    ttl_like = key in ("ttl", "period") or key.endswith(("_ttl", "_period"))
+    if not ttl_like or isinstance(value, bool):
+        return value
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return human_duration(int(value))
+    return value
+
+
+def data_rows(data: Mapping[str, Any]) -> list[Row]:
+    """Key/Value rows of a data map, sorted, TTL-like values as durations."""
+    return [
+        (str(key), ttl_value(str(key), value))
+        for key, value in sorted(data.items(), key=lambda item: str(item[0]))
+    ]
 
 
 def print_json(value: object, out: TextIO) -> None:
@@ -113,7 +173,8 @@ def secret_rows(secret: Mapping[str, Any]) -> list[Row]:
     if isinstance(auth, Mapping):
         rows.append(("token", auth.get("client_token", "")))
         rows.append(("token_accessor", auth.get("accessor", "")))
-        rows.append(("token_duration", human_duration(_int(auth.get("lease_duration")))))
+        token_ttl = _int(auth.get("lease_duration"))
+        rows.append(("token_duration", human_duration(token_ttl) if token_ttl else "∞"))
         rows.append(("token_renewable", bool(auth.get("renewable"))))
         rows.append(("token_policies", auth.get("token_policies") or []))
         rows.append(("identity_policies", auth.get("identity_policies") or []))
@@ -132,5 +193,56 @@ def secret_rows(secret: Mapping[str, Any]) -> list[Row]:
             rows.append(("wrapped_accessor:", wrap["wrapped_accessor"]))
     data = secret.get("data")
     if isinstance(data, Mapping):
-        rows.extend(sorted(data.items(), key=lambda item: str(item[0])))
+        rows.extend(data_rows(data))
     return rows
+
+
+MISSING = object()
+"""What :func:`raw_field` returns when the field is not there."""
+
+
+def raw_field(secret: Mapping[str, Any], field: str) -> object:
+    """The value ``-field=NAME`` prints, looked up like Vault's ``RawField``.
+
+    Token fields (``token``, ``token_accessor``, ...) come from ``auth``, the
+    ``wrapping_*`` fields from ``wrap_info``, anything else from ``data`` and
+    then the top level of the response. :data:`MISSING` if absent or null.
+    """
+    auth = secret.get("auth")
+    wrap = secret.get("wrap_info")
+    value: object = MISSING
+    if isinstance(auth, Mapping):
+        value = {
+            "token": auth.get("client_token"),
+            "token_accessor": auth.get("accessor"),
+            "token_duration": auth.get("lease_duration"),
+            "token_renewable": auth.get("renewable"),
+            "token_policies": auth.get("token_policies"),
+            "identity_policies": auth.get("identity_policies"),
+            "policies": auth.get("policies"),
+        }.get(field, MISSING)
+    elif isinstance(wrap, Mapping):
+        value = {
+            "wrapping_token": wrap.get("token"),
+            "wrapping_accessor": wrap.get("accessor"),
+            "wrapping_token_ttl": wrap.get("ttl"),
+            "wrapping_token_creation_time": wrap.get("creation_time"),
+            "wrapping_token_creation_path": wrap.get("creation_path"),
+            "wrapped_accessor": wrap.get("wrapped_accessor"),
+        }.get(field, MISSING)
+    if value is MISSING:
+        data = secret.get("data")
+        if isinstance(data, Mapping) and field in data:
+            value = data[field]
+        elif field == "refresh_interval" and "lease_duration" in secret:
+            value = secret["lease_duration"]
+        elif field not in ("data", "auth", "wrap_info") and field in secret:
+            value = secret[field]
+    return MISSING if value is None else value
+
+
+def field_text(value: object, as_json: bool) -> str:
+    """A ``-field`` value: strings raw; others as Go's ``%v`` (table) or JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value) if as_json else format_value(value)

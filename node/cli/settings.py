@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from node.cli.errors import CliError
-from node.cli.flags import parse_bool
+from node.cli.flags import parse_bool, parse_duration
 
 __all__ = [
     "DEFAULT_ADDRESS",
@@ -43,6 +43,7 @@ class GlobalFlags:
     ca_path: str | None = None
     tls_skip_verify: bool | None = None
     output_format: str | None = None
+    wrap_ttl: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,8 @@ class Settings:
     ca_path: str | None = None
     skip_verify: bool = False
     output_format: str = "table"
+    wrap_ttl: str | None = None
+    """Response-wrapping TTL as written (``None``: do not ask for wrapping)."""
 
 
 def _env(env: Mapping[str, str], suffix: str) -> tuple[str, str] | None:
@@ -120,6 +123,23 @@ def _output_format(flag: str | None, env: Mapping[str, str]) -> str:
     return value.lower()
 
 
+def _wrap_ttl(flag: str | None, env: Mapping[str, str]) -> str | None:
+    if flag:
+        value, source = flag, "-wrap-ttl"
+    else:
+        found = _env(env, "WRAP_TTL")
+        if found is None:
+            return None
+        source, value = found
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        raise CliError(
+            f"Error: invalid {source}={value!r}: expected a duration such as 5m"
+        ) from None
+    return value.strip() if seconds > 0 else None
+
+
 def resolve_settings(flags: GlobalFlags, env: Mapping[str, str], home: Path | None) -> Settings:
     """Apply flag > ``COFFER_*`` > ``VAULT_*`` > default (> token file) per setting."""
     token = _pick(flags.token, env, "TOKEN") or _read_token_file(home)
@@ -131,4 +151,5 @@ def resolve_settings(flags: GlobalFlags, env: Mapping[str, str], home: Path | No
         ca_path=_pick(flags.ca_path, env, "CAPATH"),
         skip_verify=_skip_verify(flags.tls_skip_verify, env),
         output_format=_output_format(flags.output_format, env),
+        wrap_ttl=_wrap_ttl(flags.wrap_ttl, env),
     )

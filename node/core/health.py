@@ -69,7 +69,11 @@ def parse_health_query(query: Mapping[str, str]) -> HealthCodes:
     for name in _CODE_PARAMS:
         if name in query:
             text = query[name].strip()
-            if not text.isdigit() or not 100 <= int(text) <= 599:
+            # ASCII digits only (int() rejects some Unicode digits isdigit() accepts), and
+            # a final status: a 1xx code is interim and would leave the client waiting.
+            if not (text.isascii() and text.isdigit() and len(text) == 3) or not (
+                200 <= int(text) <= 599
+            ):
                 raise InvalidRequestError(
                     f"bad value for {name!r}: expected an HTTP status code, got {query[name]!r}"
                 )

@@ -7,10 +7,18 @@ response wrapping.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from node.errors import PermissionDeniedError, SealedError, UnsupportedPathError
+from node.core.wrapping import INVALID_WRAPPING_TOKEN
+from node.errors import (
+    CofferError,
+    InvalidRequestError,
+    PermissionDeniedError,
+    SealedError,
+    UnsupportedPathError,
+)
 from node.logical.request import Operation, Request, RequestAuth
 from node.logical.response import Response
 from node.tokens.entry import TokenEntry
@@ -19,6 +27,9 @@ if TYPE_CHECKING:
     from node.core.core import Core
 
 __all__ = ["Pipeline", "request_auth"]
+
+#: Paths where the client token may itself be the wrapping token to act on.
+_UNWRAP_PATHS = frozenset({"sys/wrapping/unwrap", "sys/wrapping/rewrap"})
 
 
 def request_auth(entry: TokenEntry) -> RequestAuth:
@@ -33,6 +44,31 @@ def request_auth(entry: TokenEntry) -> RequestAuth:
         num_uses=entry.num_uses,
         namespace_id=entry.namespace_id,
     )
+
+
+def _token_gone(request: Request) -> CofferError:
+    """The error for an unknown, expired or used-up client token.
+
+    Unwrapping with the wrapping token as the client token answers as the
+    reference does: a spent or expired wrapping token is an invalid wrapping
+    token (400), not a permission problem.
+    """
+    if (
+        request.client_token
+        and request.path in _UNWRAP_PATHS
+        and not str(request.data.get("token") or "").strip()
+    ):
+        return InvalidRequestError(INVALID_WRAPPING_TOKEN)
+    return PermissionDeniedError()
+
+
+def _address_in(address: str, cidrs: list[str]) -> bool:
+    """Whether the client address is inside one of a token's bound CIDR blocks."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False  # unknown (e.g. a unix socket): a bound token cannot be used
+    return any(ip in ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
 
 
 class Pipeline:
@@ -72,7 +108,10 @@ class Pipeline:
         if not unauthenticated:
             assert entry is not None
             routed = await self._authorize(entry, request, routed, backend.needs_sudo(routed.path))
-            entry = await core.tokens.use(entry)
+            try:
+                entry = await core.tokens.use(entry)
+            except PermissionDeniedError:
+                raise _token_gone(request) from None
 
         with core.metrics.request_seconds.labels(routed.operation.value).time():
             try:
@@ -87,6 +126,8 @@ class Pipeline:
     async def _authenticate(self, request: Request) -> TokenEntry:
         token = await self._core.tokens.lookup(request.client_token)
         if token is None:
+            raise _token_gone(request)
+        if token.bound_cidrs and not _address_in(request.remote_addr, token.bound_cidrs):
             raise PermissionDeniedError()
         return token
 

@@ -21,10 +21,10 @@ from node.tokens.entry import TokenEntry, rfc3339
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["WRAPPING_POLICY", "Wrapping"]
+__all__ = ["INVALID_WRAPPING_TOKEN", "WRAPPING_POLICY", "Wrapping"]
 
 WRAPPING_POLICY = "response-wrapping"
-_INVALID = "wrapping token is not valid or does not exist"
+INVALID_WRAPPING_TOKEN = "wrapping token is not valid or does not exist"
 
 
 class Wrapping:
@@ -43,6 +43,9 @@ class Wrapping:
         raise InvalidRequestError("no cubbyhole mount to hold wrapped responses")
 
     async def wrap(self, response: Response, ttl: int, creation_path: str) -> Response:
+        max_ttl = self._core.settings.max_lease_ttl
+        if max_ttl and ttl > max_ttl:
+            ttl = max_ttl  # as for every token: never longer than the system max TTL
         now = time.time()
         entry = TokenEntry(
             key="",
@@ -81,16 +84,16 @@ class Wrapping:
         tokens = self._core.tokens
         entry = await tokens.get_by_key(await tokens.hash_id(token_id)) if token_id else None
         if entry is None or entry.expired() or entry.policies != [WRAPPING_POLICY]:
-            raise InvalidRequestError(_INVALID)
+            raise InvalidRequestError(INVALID_WRAPPING_TOKEN)
         if entry.num_uses < 0 and not spent_by_caller:
-            raise InvalidRequestError(_INVALID)
+            raise InvalidRequestError(INVALID_WRAPPING_TOKEN)
         return entry
 
     async def lookup(self, token_id: str, spent_by_caller: bool = False) -> dict[str, Any]:
         entry = await self._wrapping_entry(token_id, spent_by_caller)
         parked = await self._cubbyhole().view_for(entry.cubbyhole_id).get_json("response")
         if parked is None:
-            raise InvalidRequestError(_INVALID)
+            raise InvalidRequestError(INVALID_WRAPPING_TOKEN)
         return {k: parked[k] for k in ("creation_path", "creation_time", "creation_ttl")}
 
     async def _take(self, token_id: str, spent_by_caller: bool) -> dict[str, Any]:
@@ -99,11 +102,11 @@ class Wrapping:
         view = self._cubbyhole().view_for(entry.cubbyhole_id)
         found = await view.get("response")
         if found is None:
-            raise InvalidRequestError(_INVALID)
+            raise InvalidRequestError(INVALID_WRAPPING_TOKEN)
         try:
             await view.commit([Delete("response", expect=found.revision)])
         except RevisionMismatchError as exc:
-            raise InvalidRequestError(_INVALID) from exc
+            raise InvalidRequestError(INVALID_WRAPPING_TOKEN) from exc
         await self._core.tokens.revoke_tree(entry)
         parked: dict[str, Any] = json.loads(found.value)
         return parked

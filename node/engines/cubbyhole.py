@@ -45,8 +45,12 @@ class CubbyholeBackend(FrameworkBackend):
         return self._view.sub_view(f"{cubbyhole_id}/")
 
     def _mine(self, request: Request) -> BarrierView:
-        if request.auth is None or not request.auth.cubbyhole_id:
-            raise PermissionDeniedError("cubbyhole requires a service token")
+        if request.auth is None:
+            raise PermissionDeniedError()
+        if not request.auth.cubbyhole_id:
+            raise InvalidRequestError(
+                'cubbyhole operations are only supported by "service" type tokens'
+            )
         return self.view_for(request.auth.cubbyhole_id)
 
     async def _exists(self, request: Request, data: FieldData) -> bool:

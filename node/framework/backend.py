@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from node.errors import MethodNotAllowedError, UnsupportedPathError
 from node.framework.fields import Field, FieldData, FieldType
+from node.framework.openapi import DocumentBuilder, Template, render_pattern
 from node.framework.path import Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 
-__all__ = ["FrameworkBackend"]
+__all__ = ["FrameworkBackend", "HelpMatch"]
 
-_OPENAPI_METHODS = {
-    Operation.READ: "get",
-    Operation.LIST: "get",
-    Operation.UPDATE: "post",
-    Operation.CREATE: "post",
-    Operation.PATCH: "patch",
-    Operation.DELETE: "delete",
-}
+_PARAM_SEGMENT = re.compile(r"\{[^{}/]+\}")
+_WRITES = (Operation.CREATE, Operation.UPDATE, Operation.PATCH)
+
+
+@dataclass(frozen=True, slots=True)
+class HelpMatch:
+    """A row documented by a help request: ``url`` is relative to the queried path."""
+
+    entry: Path
+    template: Template
+    url: str
 
 
 class FrameworkBackend:
@@ -91,83 +96,142 @@ class FrameworkBackend:
             return False
 
     def help(self, request: Request) -> Response:
-        """Help text plus an OpenAPI document of the paths at and below ``request.path``."""
-        prefix = request.path
-        documented = [
-            p for p in self.paths if _pattern_text(p).startswith(prefix) or p.match(prefix)
-        ]
-        if not documented:
-            raise UnsupportedPathError("no help for this path")
-        lines = [self.help_text.strip(), ""] if self.help_text else []
-        paths: dict[str, Any] = {}
-        for entry in documented:
-            text = _pattern_text(entry)
-            lines.append(f"## {text or '/'}\n\n{entry.summary}\n\n{entry.description}".rstrip())
-            paths["/" + text[len(prefix) :].lstrip("/") if prefix else "/" + text] = _openapi_path(
-                entry
+        """Help for ``request.path`` (mount-relative) and the paths below it.
+
+        The body is the reference's bare ``{"help", "see_also", "openapi"}``;
+        the OpenAPI paths are relative to the queried path (``/`` is the
+        queried path itself). A path no row documents is a 404.
+        """
+        matches = self.help_matches(request.path)
+        if not matches:
+            shown = request.mount_point + request.path
+            raise UnsupportedPathError(f"no help available for path {shown!r}")
+        builder = DocumentBuilder(_server_version())
+        for match in matches:
+            builder.add(
+                match.entry,
+                match.url,
+                name=request.mount_point + match.template.text,
+                tag=self.type,
+                synthetic=match.template.synthetic,
             )
         return Response(
             raw={
-                "help": "\n\n".join(lines).strip(),
+                "help": self._help_markdown(request, matches),
                 "see_also": None,
-                "openapi": {
-                    "openapi": "3.0.2",
-                    "info": {
-                        "title": "Coffer API",
-                        "description": "HTTP API of Coffer. All routes are prefixed with `/v1/`.",
-                        "version": "0.1.0",
-                        "license": {"name": "Mozilla Public License 2.0"},
-                    },
-                    "paths": paths,
-                    "components": {"schemas": {}},
-                },
+                "openapi": builder.document(),
             }
         )
 
+    def help_matches(self, query: str) -> list[HelpMatch]:
+        """Rows at or below ``query``, each with its URL relative to ``query``.
 
-def _pattern_text(entry: Path) -> str:
-    """A readable form of a pattern: named groups become ``{name}``."""
-    text = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", entry.pattern)
-    return text.replace("\\", "").rstrip("$").replace("/?", "/").replace("?", "")
+        A template is below ``query`` when ``query``'s segments are its first
+        segments, a ``{parameter}`` segment standing for any one segment. When
+        no template is exactly at ``query`` (``data/a/b`` against
+        ``data/{path}``), the row that routes ``query`` is documented at ``/``.
+        """
+        matches: list[HelpMatch] = []
+        for entry in self.paths:
+            for template in render_pattern(entry.pattern):
+                url = _relative_url(template.text, query)
+                if url is not None:
+                    matches.append(HelpMatch(entry, template, url))
+        if not any(m.url == "/" for m in matches):
+            try:
+                entry, _ = self._find(query)
+            except UnsupportedPathError:
+                return matches
+            template = render_pattern(entry.pattern)[0]
+            matches.insert(0, HelpMatch(entry, Template(template.text, {}), "/"))
+        return matches
 
-
-def _openapi_path(entry: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = {"description": entry.description or entry.summary}
-    if entry.unauthenticated:
-        doc["x-vault-unauthenticated"] = True
-    if entry.sudo:
-        doc["x-vault-sudo"] = True
-    params = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-        for name in re.findall(r"\(\?P<(\w+)>", entry.pattern)
-    ]
-    if params:
-        doc["parameters"] = params
-    body_fields = {
-        n: f.openapi() for n, f in entry.fields.items() if f"(?P<{n}>" not in entry.pattern
-    }
-    for operation in entry.operations:
-        method = _OPENAPI_METHODS.get(operation)
-        if method is None or method in doc:
-            continue
-        op_doc: dict[str, Any] = {
-            "summary": entry.summary,
-            "responses": {"200": {"description": "OK"}},
-        }
-        if operation is Operation.LIST:
-            op_doc["parameters"] = [
-                {
-                    "name": "list",
-                    "in": "query",
-                    "required": True,
-                    "schema": {"type": "string", "enum": ["true"]},
-                }
+    def _help_markdown(self, request: Request, matches: Sequence[HelpMatch]) -> str:
+        queried = (request.mount_point + request.path) or "/"
+        lines = [f"# `{queried}`", ""]
+        if self.help_text:
+            lines += [self.help_text.strip(), ""]
+        lines += [
+            f"This `{self.type}` backend is mounted at `{request.mount_point or '/'}`.",
+            "",
+            "## Paths",
+            "",
+        ]
+        documented: dict[int, list[HelpMatch]] = {}
+        for match in matches:
+            documented.setdefault(id(match.entry), []).append(match)
+        for group in documented.values():
+            entry = group[0].entry
+            shown = ", ".join(
+                dict.fromkeys(f"`{request.mount_point}{m.template.text}`" for m in group)
+            )
+            lines += [f"### {shown}", ""]
+            if entry.summary:
+                lines += [entry.summary, ""]
+            if entry.description and entry.description != entry.summary:
+                lines += [entry.description, ""]
+            flags = [
+                flag
+                for flag, on in (
+                    ("unauthenticated", entry.unauthenticated),
+                    ("requires sudo", entry.sudo),
+                )
+                if on
             ]
-        if method in ("post", "patch") and body_fields:
-            op_doc["requestBody"] = {
-                "content": {
-                    "application/json": {"schema": {"type": "object", "properties": body_fields}}
-                }
-            }
-        doc[method] = op_doc
-    return doc
+            operations = ", ".join(f"`{op.value}`" for op in entry.operations)
+            lines += [f"Operations: {operations}" + (f" ({', '.join(flags)})" if flags else ""), ""]
+            lines += _fields_table(entry, group[0].template)
+        return "\n".join(lines).strip() + "\n"
+
+
+def _server_version() -> str:
+    # Imported here: the core imports the engines, which import the framework.
+    from node.core.core import VERSION
+
+    return VERSION
+
+
+def _relative_url(template: str, query: str) -> str | None:
+    wanted = [segment for segment in query.split("/") if segment]
+    have = template.split("/") if template else []
+    if len(have) < len(wanted):
+        return None
+    for mine, theirs in zip(have, wanted, strict=False):
+        if mine != theirs and not _PARAM_SEGMENT.fullmatch(mine):
+            return None
+    return "/" + "/".join(have[len(wanted) :])
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _fields_table(entry: Path, template: Template) -> list[str]:
+    captured = list(dict.fromkeys(re.findall(r"\(\?P<(\w+)>", entry.pattern)))
+    captured += [name for name in template.synthetic if name not in captured]
+    # The HTTP layer reads fields from the body of writes and the query string of the rest.
+    writes = any(op in entry.operations for op in _WRITES)
+    others = any(op not in _WRITES for op in entry.operations)
+    location = "body, query" if writes and others else "body" if writes else "query"
+    rows: list[tuple[str, str, Field]] = [
+        (name, "path", entry.fields.get(name, Field(FieldType.STRING))) for name in captured
+    ]
+    rows += [(n, location, f) for n, f in entry.fields.items() if n not in captured]
+    if not rows:
+        return ["No parameters.", ""]
+    lines = [
+        "| Parameter | In | Type | Required | Default | Description |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, where, field in rows:
+        required = "yes" if field.required or where == "path" else "no"
+        default = "" if field.default is None else f"`{json.dumps(field.default)}`"
+        description = field.description
+        if name in template.synthetic:
+            description = f"Matches the regular expression `{template.synthetic[name]}`."
+        lines.append(
+            f"| `{_cell(name)}` | {where} | {field.type.value} | {required} | "
+            f"{_cell(default)} | {_cell(description)} |"
+        )
+    lines.append("")
+    return lines

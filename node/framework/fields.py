@@ -77,13 +77,17 @@ def parse_duration(value: Any, name: str = "value") -> int:
         return int(value)
     if isinstance(value, str):
         text = value.strip()
-        if re.fullmatch(r"-?\d+", text):
-            return int(text)
-        sign = -1 if text.startswith("-") else 1
-        body = text.lstrip("+-")
-        parts = _DURATION_PART.findall(body)
-        if body and "".join(n + u for n, u in parts) == body:
-            return sign * int(sum(float(n) * _UNIT_SECONDS[u] for n, u in parts))
+        try:
+            if re.fullmatch(r"-?\d+", text):
+                return int(text)
+            sign = -1 if text.startswith("-") else 1
+            body = text.lstrip("+-")
+            parts = _DURATION_PART.findall(body)
+            if body and "".join(n + u for n, u in parts) == body:
+                return sign * int(sum(float(n) * _UNIT_SECONDS[u] for n, u in parts))
+        except (ValueError, OverflowError):
+            # too many digits for int(), or a float that overflowed to infinity
+            pass
     raise InvalidRequestError(f"{name}: invalid duration {value!r}")
 
 
@@ -95,7 +99,10 @@ def _to_int(value: Any, name: str) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # more digits than int() converts
+            pass
     raise InvalidRequestError(f"{name}: expected an integer, got {value!r}")
 
 

@@ -23,9 +23,10 @@ MintToken = Callable[[], Awaitable[str]]
 
 
 def encode_with_otp(token: str, otp: str) -> str:
-    if len(token) != len(otp):
+    token_bytes, otp_bytes = token.encode(), otp.encode("utf-8", "surrogatepass")
+    if len(token_bytes) != len(otp_bytes):
         raise InvalidRequestError("one-time password length does not match the token length")
-    mixed = bytes(a ^ b for a, b in zip(token.encode(), otp.encode(), strict=True))
+    mixed = bytes(a ^ b for a, b in zip(token_bytes, otp_bytes, strict=True))
     return base64.b64encode(mixed).decode().rstrip("=")
 
 
@@ -64,8 +65,9 @@ class TokenGeneration:
             raise InvalidRequestError("root generation already in progress")
         if pgp_key:
             raise InvalidRequestError("pgp_key is not supported; use the one-time password flow")
-        if otp and len(otp) != TOKEN_LENGTH:
-            raise InvalidRequestError(f"otp must be {TOKEN_LENGTH} characters long")
+        if otp and (len(otp) != TOKEN_LENGTH or not otp.isascii()):
+            # ASCII, so its length in bytes (what the token is XORed with) is its length
+            raise InvalidRequestError(f"otp must be {TOKEN_LENGTH} ASCII characters long")
         generated = not otp
         chosen = otp or random_base62(TOKEN_LENGTH)
         self._attempt = _Attempt(ShareCollector(required), chosen, generated)

@@ -113,6 +113,12 @@ class TokenStore:
             return None
         if self.batch.is_batch(token_id):
             entry = await self.batch.decode(token_id)
+            # A batch token lives no longer than its parent (it cannot be
+            # revoked on its own, so revoking the parent is how it ends).
+            if entry is not None and entry.parent:
+                parent = await self.get_by_key(entry.parent)
+                if parent is None or parent.expired() or parent.num_uses < 0:
+                    return None
         else:
             entry = await self.get_by_key(await self.hash_id(token_id))
         if entry is None or entry.expired() or entry.num_uses < 0:

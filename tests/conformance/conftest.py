@@ -28,9 +28,17 @@ async def _open_file(tmp_path: Path) -> PhysicalBackend:
     return FileBackend(tmp_path / "file-storage")
 
 
+async def _open_raft(tmp_path: Path) -> PhysicalBackend:
+    """A one-node Raft cluster on a free loopback port, once it leads."""
+    from consensus.testing import open_single_node
+
+    return await open_single_node(tmp_path / "raft")
+
+
 BACKEND_FACTORIES: dict[str, BackendFactory] = {
     "inmem": _open_inmem,
     "file": _open_file,
+    "raft": _open_raft,
 }
 
 

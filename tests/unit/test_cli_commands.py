@@ -11,6 +11,7 @@ import json
 import ssl
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -92,6 +93,13 @@ class FakeServer:
         assert len(self.requests) == 1, self.requests
         return self.requests[0]
 
+    def last(self) -> Seen:
+        assert self.requests, "no requests"
+        return self.requests[-1]
+
+    def calls(self) -> list[tuple[str, str]]:
+        return [(r.method, r.path) for r in self.requests]
+
 
 class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
@@ -113,23 +121,41 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    do_GET = do_PUT = do_POST = do_DELETE = do_LIST = _handle
+    do_GET = do_PUT = do_POST = do_DELETE = do_LIST = do_PATCH = _handle
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No COFFER_/VAULT_ settings leak in; HOME is empty (no token file)."""
+def isolate_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
+    """No COFFER_/VAULT_ settings or proxies leak in; HOME is ``home`` (no token file)."""
     import os
 
     for name in list(os.environ):
         if name.startswith(("COFFER_", "VAULT_")) or name.lower().endswith("_proxy"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("NO_PROXY", "*")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return tmp_path
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@contextmanager
+def serving(monkeypatch: pytest.MonkeyPatch, home: Path) -> Iterator[FakeServer]:
+    """A started fake server, with COFFER_ADDR pointing at it, in a clean environment."""
+    isolate_env(monkeypatch, home)
+    fake = FakeServer()
+    fake.start()
+    monkeypatch.setenv("COFFER_ADDR", fake.address)
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No COFFER_/VAULT_ settings leak in; HOME is empty (no token file)."""
+    return isolate_env(monkeypatch, tmp_path)
 
 
 @pytest.fixture

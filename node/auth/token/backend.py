@@ -248,8 +248,13 @@ class TokenBackend(FrameworkBackend):
         return Response(auth=auth, warnings=list(lifetime.warnings))
 
     async def _renew(self, request: Request, data: FieldData) -> Response:
-        entry = await self._named(data)
-        return await self._renew_entry(entry, data.get("increment"), data.get("token"))
+        token = (data.get("token") or "").strip()
+        if not token:
+            raise InvalidRequestError("missing token")
+        entry = await self._core.tokens.lookup(token)
+        if entry is None:
+            raise InvalidRequestError("token not found")
+        return await self._renew_entry(entry, data.get("increment"), token)
 
     async def _renew_self(self, request: Request, data: FieldData) -> Response:
         entry = await self._caller(request)
@@ -261,27 +266,35 @@ class TokenBackend(FrameworkBackend):
 
     # -- revoke ---------------------------------------------------------------------------
 
+    async def _revoke_entry(self, entry: TokenEntry) -> None:
+        if entry.type == "batch":
+            raise InvalidRequestError("batch tokens cannot be revoked")
+        await self._core.tokens.revoke_tree(entry)
+
     async def _revoke(self, request: Request, data: FieldData) -> None:
         token = (data.get("token") or "").strip()
         if not token:
             raise InvalidRequestError("missing token")
         entry = await self._core.tokens.lookup(token)
         if entry is not None:
-            await self._core.tokens.revoke_tree(entry)
+            await self._revoke_entry(entry)
 
     async def _revoke_self(self, request: Request, data: FieldData) -> None:
-        await self._core.tokens.revoke_tree(await self._caller(request))
+        await self._revoke_entry(await self._caller(request))
 
     async def _revoke_accessor(self, request: Request, data: FieldData) -> None:
-        await self._core.tokens.revoke_tree(await self._by_accessor(data))
+        await self._revoke_entry(await self._by_accessor(data))
 
     async def _revoke_orphan(self, request: Request, data: FieldData) -> None:
         token = (data.get("token") or "").strip()
         if not token:
             raise InvalidRequestError("missing token")
         entry = await self._core.tokens.lookup(token)
-        if entry is not None:
-            await self._core.tokens.revoke_orphan(entry)
+        if entry is None:
+            raise InvalidRequestError("token to revoke not found")
+        if entry.type == "batch":
+            raise InvalidRequestError("batch tokens cannot be revoked")
+        await self._core.tokens.revoke_orphan(entry)
 
     async def _accessors(self, request: Request, data: FieldData) -> Response:
         keys = await self._core.tokens.list_accessors()

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from node.errors import InvalidRequestError, PermissionDeniedError
+from node.errors import InvalidRequestError
 from node.framework import FieldData
 from node.logical.response import Auth
 from node.tokens.entry import TokenEntry
@@ -16,6 +16,8 @@ from node.tokens.ttl import initial_lifetime
 __all__ = ["CreateContext", "create_token"]
 
 _RESERVED_ID_PREFIXES = ("hvs.", "hvb.", "hvr.", "s.", "b.", "r.")
+#: Policies that exist for internal use and may never be given to a token.
+_NON_ASSIGNABLE_POLICIES = frozenset({"response-wrapping"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,39 +37,68 @@ def _sanitise(policies: list[str]) -> list[str]:
 
 
 def _policies(ctx: CreateContext, data: FieldData) -> list[str]:
+    """The new token's policies, by the reference's rules.
+
+    A role that names allowed or disallowed policies decides the policies
+    itself (that is what roles are for). Otherwise a token inherits its
+    parent's policies, or asks for a subset of them unless the caller is
+    root or has sudo. ``default`` is added unless refused, and, for a plain
+    child, only if the parent has it too.
+    """
     requested = _sanitise(data.get("policies") or [])
-    role = ctx.role
-    if role is not None:
-        allowed = _sanitise(role.get("allowed_policies", []))
-        disallowed = set(_sanitise(role.get("disallowed_policies", [])))
+    role = ctx.role or {}
+    parent = _sanitise(ctx.parent.policies)
+    no_default = bool(data.get("no_default_policy") or role.get("token_no_default_policy"))
+    allowed = _sanitise(role.get("allowed_policies", []))
+    disallowed = set(_sanitise(role.get("disallowed_policies", [])))
+    if allowed or disallowed:
+        add_default = not no_default and "default" not in disallowed
+        permitted = set(allowed) | ({"default"} if add_default else set())
         if not requested:
-            requested = (
-                [p for p in allowed if p not in disallowed]
-                if allowed
-                else [p for p in ctx.parent.policies if p not in disallowed and p != "root"]
-            )
-        if allowed and not set(requested) - {"default"} <= set(allowed):
+            requested = allowed or parent
+        elif allowed and not set(requested) <= permitted:
             raise InvalidRequestError(
-                "token policies must be a subset of the role's allowed_policies"
+                f"token policies {requested} must be a subset of the role's allowed "
+                f"policies {sorted(permitted)}"
             )
-        if disallowed & set(requested):
-            raise InvalidRequestError(
-                f"token policies contain disallowed policies: {sorted(disallowed & set(requested))}"
-            )
+        refused = sorted(disallowed & set(requested))
+        if refused:
+            raise InvalidRequestError(f"token policies {refused} are disallowed by this role")
     elif not requested:
-        requested = list(ctx.parent.policies)
-    elif not (ctx.parent.is_root or ctx.caller_has_sudo) and not (
-        set(requested) - {"default"} <= set(ctx.parent.policies)
-    ):
-        raise InvalidRequestError("child policies must be subset of parent")
-    if "root" in requested and not ctx.parent.is_root:
-        raise PermissionDeniedError("root tokens may only be created by a root token")
-    no_default = data.get("no_default_policy") or bool(role and role.get("token_no_default_policy"))
+        requested = parent
+        add_default = False  # inherited: "default" only if the parent has it
+    elif ctx.parent.is_root or ctx.caller_has_sudo:
+        add_default = not no_default
+    else:
+        if not set(requested) <= set(parent):
+            raise InvalidRequestError("child policies must be subset of parent")
+        add_default = not no_default and "default" in parent
+    chosen = set(requested)
+    if "root" in chosen:
+        chosen = {"root"}  # root is all there is to it
+    elif add_default:
+        chosen.add("default")
     if no_default:
-        requested = [p for p in requested if p != "default"]
-    elif "root" not in requested and "default" not in requested:
-        requested.append("default")
-    return sorted(set(requested))
+        chosen.discard("default")
+    blocked = _NON_ASSIGNABLE_POLICIES & chosen
+    if blocked:
+        raise InvalidRequestError(f"cannot assign policy {', '.join(sorted(blocked))!r}")
+    if "root" in chosen and not ctx.parent.is_root:
+        raise InvalidRequestError("root tokens may only be created by a root token")
+    return sorted(chosen)
+
+
+def _meta(raw: dict[str, Any]) -> dict[str, str]:
+    """Token metadata: a flat map of strings (numbers and booleans are spelled out)."""
+    meta: dict[str, str] = {}
+    for key, value in raw.items():
+        if isinstance(value, bool):
+            meta[str(key)] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            meta[str(key)] = str(value)
+        else:
+            raise InvalidRequestError(f"meta.{key}: expected a string value")
+    return meta
 
 
 def _token_type(ctx: CreateContext, data: FieldData) -> str:
@@ -94,12 +125,12 @@ async def create_token(ctx: CreateContext, data: FieldData) -> tuple[Auth, list[
     orphan = ctx.orphan_path or bool(role.get("orphan"))
     if data.get("no_parent"):
         if not privileged:
-            raise PermissionDeniedError("root or sudo privileges required to create orphan token")
+            raise InvalidRequestError("root or sudo privileges required to create orphan token")
         orphan = True
     token_id = data.get("id") or ""
     if token_id:
         if not privileged:
-            raise PermissionDeniedError("root or sudo privileges required to specify token id")
+            raise InvalidRequestError("root or sudo privileges required to specify token id")
         if (
             "." in token_id
             or token_id.startswith(_RESERVED_ID_PREFIXES)
@@ -110,7 +141,7 @@ async def create_token(ctx: CreateContext, data: FieldData) -> tuple[Auth, list[
             )
     period = data.get("period") or int(role.get("period", 0))
     if data.given("period") and data.get("period") and not privileged:
-        raise PermissionDeniedError("root or sudo privileges required to create periodic token")
+        raise InvalidRequestError("root or sudo privileges required to create periodic token")
     explicit_max = data.get("explicit_max_ttl") or 0
     if role.get("explicit_max_ttl"):
         explicit_max = (
@@ -129,9 +160,10 @@ async def create_token(ctx: CreateContext, data: FieldData) -> tuple[Auth, list[
     if token_type == "batch":
         if "root" in policies:
             raise InvalidRequestError("batch tokens cannot be root tokens")
-        if period or num_uses or data.get("id"):
+        if period or num_uses or data.get("id") or data.get("explicit_max_ttl"):
             raise InvalidRequestError(
-                "batch tokens cannot be periodic, use-limited or have a custom id"
+                "batch tokens cannot be periodic, use-limited, have an explicit max TTL "
+                "or a custom id"
             )
         renewable = False
     now = time.time()
@@ -144,6 +176,11 @@ async def create_token(ctx: CreateContext, data: FieldData) -> tuple[Auth, list[
         default_ttl=ctx.default_ttl,
         max_ttl=ctx.max_ttl,
     )
+    if not lifetime.ttl:
+        if parent.expire_time and "root" in policies:
+            raise InvalidRequestError("expiring root tokens cannot create non-expiring root tokens")
+        # A token that never expires cannot be renewed; do not advertise it.
+        renewable = False
     name = (data.get("display_name") or "").strip()
     display = (
         "token"
@@ -153,7 +190,15 @@ async def create_token(ctx: CreateContext, data: FieldData) -> tuple[Auth, list[
     path = "auth/token/create" + (
         f"/{ctx.role_name}" if ctx.role_name else "-orphan" if ctx.orphan_path else ""
     )
-    meta = {str(k): str(v) for k, v in (data.get("meta") or {}).items()}
+    if role.get("path_suffix"):
+        path += f"/{role['path_suffix']}"
+    meta = _meta(data.get("meta") or {})
+    if not lifetime.ttl:
+        bound_cidrs: list[str] = []  # as the reference: never-expiring tokens are not bound
+    elif ctx.role is not None:
+        bound_cidrs = list(role.get("token_bound_cidrs") or [])
+    else:
+        bound_cidrs = [] if orphan else list(parent.bound_cidrs)
     entry = TokenEntry(
         key="",
         accessor="",
@@ -171,6 +216,7 @@ async def create_token(ctx: CreateContext, data: FieldData) -> tuple[Auth, list[
         renewable=bool(renewable),
         type=token_type,
         role=ctx.role_name,
+        bound_cidrs=bound_cidrs,
         entity_id=parent.entity_id,
         namespace_id=parent.namespace_id,
     )

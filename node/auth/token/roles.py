@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from node.errors import InvalidRequestError, UnsupportedPathError
@@ -59,6 +60,19 @@ def _public(role: dict[str, Any], name: str) -> dict[str, Any]:
     return shown
 
 
+def _cidrs(values: list[str]) -> list[str]:
+    """Validated CIDR blocks (a bare address is its own /32 or /128)."""
+    blocks = []
+    for value in values:
+        try:
+            blocks.append(str(ipaddress.ip_network(value.strip(), strict=False)))
+        except ValueError:
+            raise InvalidRequestError(
+                f"invalid CIDR block {value!r} in token_bound_cidrs"
+            ) from None
+    return blocks
+
+
 def role_paths(store: TokenStore, fields: dict[str, Field]) -> list[Path]:
     async def read(request: Request, data: FieldData) -> Response:
         role = await store.get_role(data.get("role_name"))
@@ -88,6 +102,7 @@ def role_paths(store: TokenStore, fields: dict[str, Field]) -> list[Path]:
             raise InvalidRequestError(
                 "token_num_uses, token_period and token_explicit_max_ttl must not be negative"
             )
+        role["token_bound_cidrs"] = _cidrs(role["token_bound_cidrs"])
         role["allowed_policies"] = sorted({p.lower() for p in role["allowed_policies"]})
         role["disallowed_policies"] = sorted({p.lower() for p in role["disallowed_policies"]})
         # The creation code reads these names.

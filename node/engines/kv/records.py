@@ -1,17 +1,78 @@
-"""Stored shapes of KV version 2: one metadata record per key, one record per version."""
+"""Stored shapes of KV version 2: the mount config, one metadata record per key
+and one record per version, plus the time arithmetic they share."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-__all__ = ["KeyMetadata", "VersionInfo", "now_rfc3339"]
+__all__ = [
+    "DEFAULT_MAX_VERSIONS",
+    "KeyMetadata",
+    "MountConfig",
+    "VersionInfo",
+    "deletion_time",
+    "go_duration",
+    "now_rfc3339",
+]
+
+DEFAULT_MAX_VERSIONS = 10
 
 
 def now_rfc3339() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """Fixed-width UTC timestamps, so plain string comparison orders them."""
+    return _format(datetime.now(UTC))
+
+
+def _format(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def go_duration(seconds: int) -> str:
+    """Whole seconds as Go's ``time.Duration.String`` renders them ("1h0m0s", "-1s", "0s"),
+    which is how the reference reports ``delete_version_after``."""
+    if seconds == 0:
+        return "0s"
+    sign = "-" if seconds < 0 else ""
+    hours, rest = divmod(abs(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{sign}{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{sign}{minutes}m{secs}s"
+    return f"{sign}{secs}s"
+
+
+@dataclass(slots=True)
+class MountConfig:
+    """The ``config`` record. ``delete_version_after`` is in seconds; negative
+    means disabled for every key of the mount (stored as -1, read back "-1s")."""
+
+    max_versions: int = 0
+    cas_required: bool = False
+    delete_version_after: int = 0
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any] | None) -> MountConfig:
+        return cls(**raw) if raw else cls()
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def deletion_time(created: str, config: MountConfig, key_after: int) -> str:
+    """When a version written at ``created`` expires: after the smaller of the
+    mount's and the key's non-zero ``delete_version_after``; never when the
+    mount disables it or neither is set."""
+    if config.delete_version_after < 0:
+        return ""
+    candidates = [s for s in (config.delete_version_after, key_after) if s > 0]
+    if not candidates:
+        return ""
+    moment = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    return _format(moment + timedelta(seconds=min(candidates)))
 
 
 @dataclass(slots=True)
@@ -23,32 +84,58 @@ class VersionInfo:
     def is_live(self, now: str) -> bool:
         return not self.destroyed and not (self.deletion_time and self.deletion_time <= now)
 
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
 
 @dataclass(slots=True)
 class KeyMetadata:
-    """Versions of one key. ``data_id`` names where version bodies are stored,
-    so a key path never collides with another key's version records."""
+    """Versions and settings of one key. ``data_id`` names where version bodies
+    are stored, so a key path never collides with another key's version records.
+
+    ``oldest_version`` is the lowest version still held (0 when there is none).
+    ``updated_time`` moves only when a version is added, as in the reference.
+    """
 
     data_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     versions: dict[int, VersionInfo] = field(default_factory=dict)
     current_version: int = 0
     oldest_version: int = 0
     created_time: str = field(default_factory=now_rfc3339)
-    updated_time: str = field(default_factory=now_rfc3339)
+    updated_time: str = ""
     max_versions: int = 0
     cas_required: bool = False
     delete_version_after: int = 0
     custom_metadata: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.updated_time = self.updated_time or self.created_time
+
     def to_json(self) -> dict[str, Any]:
         raw = asdict(self)
-        raw["versions"] = {str(k): asdict(v) for k, v in self.versions.items()}
+        raw["versions"] = {str(k): v.to_json() for k, v in self.versions.items()}
         return raw
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> KeyMetadata:
         versions = {int(k): VersionInfo(**v) for k, v in raw.pop("versions").items()}
         return cls(versions=versions, **raw)
+
+    def add_version(self, created: str, expires: str, config: MountConfig) -> list[int]:
+        """Append the next version; return the numbers pruned to honour max_versions.
+
+        The limit is the larger of the key's and the mount's ``max_versions``
+        (10 when both are 0), as the reference computes it.
+        """
+        self.current_version += 1
+        self.versions[self.current_version] = VersionInfo(created, expires)
+        self.updated_time = created
+        keep = max(self.max_versions, config.max_versions) or DEFAULT_MAX_VERSIONS
+        pruned = sorted(self.versions)[: max(0, len(self.versions) - keep)]
+        for version in pruned:
+            del self.versions[version]
+        self.oldest_version = min(self.versions)
+        return pruned
 
     def version_json(self, version: int) -> dict[str, Any]:
         info = self.versions[version]
@@ -57,5 +144,26 @@ class KeyMetadata:
             "created_time": info.created_time,
             "deletion_time": info.deletion_time,
             "destroyed": info.destroyed,
+            "custom_metadata": self.custom_metadata or None,
+        }
+
+    def metadata_json(self) -> dict[str, Any]:
+        """The body of a ``metadata/:path`` read."""
+        return {
+            "versions": {
+                str(n): {
+                    "created_time": v.created_time,
+                    "deletion_time": v.deletion_time,
+                    "destroyed": v.destroyed,
+                }
+                for n, v in sorted(self.versions.items())
+            },
+            "current_version": self.current_version,
+            "oldest_version": self.oldest_version,
+            "created_time": self.created_time,
+            "updated_time": self.updated_time,
+            "max_versions": self.max_versions,
+            "cas_required": self.cas_required,
+            "delete_version_after": go_duration(self.delete_version_after),
             "custom_metadata": self.custom_metadata or None,
         }

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 from node.barrier.view import BarrierView
+from node.engines.kv.store import valid_key
 from node.errors import InvalidRequestError, UnsupportedPathError
-from node.framework import FieldData, FrameworkBackend, Path
+from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 
@@ -30,29 +31,38 @@ class KVv1Backend(FrameworkBackend):
                         Operation.DELETE: self._delete,
                         Operation.LIST: self._list,
                     },
+                    fields={"path": Field(FieldType.STRING, "Location of the secret.")},
                     exists=self._exists,
                     free_form=True,
                     summary="Read, write, list or delete a secret.",
-                    description="Pass any JSON object; it is stored as given.",
+                    description=(
+                        "A write stores the JSON body as given, replacing what was there. "
+                        "A read returns it; a missing key is 404. LIST returns the keys "
+                        "below a folder (folders end with '/'); a folder with no keys, or a "
+                        "key that is not a folder, is 404. DELETE always succeeds."
+                    ),
                 )
             ]
         )
 
     async def _exists(self, request: Request, data: FieldData) -> bool:
         path = data.get("path")
-        return bool(path) and not path.endswith("/") and await self._view.get(path) is not None
+        return valid_key(path) and await self._view.get(path) is not None
 
     async def _read(self, request: Request, data: FieldData) -> Response:
         path = data.get("path")
-        found = await self._view.get(path) if path and not path.endswith("/") else None
+        found = await self._view.get(path) if valid_key(path) else None
         if found is None:
             raise UnsupportedPathError()
         return Response(data=json.loads(found.value))
 
     async def _write(self, request: Request, data: FieldData) -> None:
         path = data.get("path")
-        if not path or path.endswith("/"):
-            raise InvalidRequestError("a secret path is required and may not end with '/'")
+        if not valid_key(path):
+            raise InvalidRequestError(
+                "a secret path is required; it may not end with '/' or contain empty, "
+                "'.' or '..' segments"
+            )
         body: dict[str, Any] = {k: v for k, v in request.data.items()}
         if not body:
             raise InvalidRequestError("missing data fields")
@@ -60,7 +70,7 @@ class KVv1Backend(FrameworkBackend):
 
     async def _delete(self, request: Request, data: FieldData) -> None:
         path = data.get("path")
-        if path:
+        if valid_key(path):
             await self._view.delete(path)
 
     async def _list(self, request: Request, data: FieldData) -> Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from node.engines.system.internal import internal_paths
 from node.engines.system.keys import key_paths
 from node.engines.system.mounts import mount_paths
 from node.engines.system.policies import policy_paths
@@ -29,5 +30,6 @@ class SystemBackend(FrameworkBackend):
                 *policy_paths(core),
                 *wrapping_paths(core),
                 *telemetry_paths(core),
+                *internal_paths(core),
             ]
         )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from node.engines.types import AUTH_TYPES, ENGINE_TYPES
 from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
-from node.framework.fields import parse_duration
+from node.framework.fields import convert, parse_duration
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.routing.mounts import MountEntry, new_mount, normalise_path
@@ -43,8 +43,10 @@ def _config(raw: dict[str, Any]) -> dict[str, Any]:
             config[key] = parse_duration(raw[key], f"config.{key}")
             if config[key] < 0:
                 raise InvalidRequestError(f"config.{key} must not be negative")
-    if "force_no_cache" in raw:
-        config["force_no_cache"] = bool(raw["force_no_cache"])
+    if raw.get("force_no_cache") is not None:
+        config["force_no_cache"] = convert(
+            Field(FieldType.BOOL), raw["force_no_cache"], "config.force_no_cache"
+        )
     unknown = set(raw) - {
         "default_lease_ttl",
         "max_lease_ttl",
@@ -53,6 +55,8 @@ def _config(raw: dict[str, Any]) -> dict[str, Any]:
     }
     if unknown:
         raise InvalidRequestError(f"unknown config keys: {sorted(unknown)}")
+    if config.get("max_lease_ttl") and config.get("default_lease_ttl", 0) > config["max_lease_ttl"]:
+        raise InvalidRequestError("given default lease TTL greater than given max lease TTL")
     return config
 
 
@@ -146,13 +150,9 @@ def mount_paths(core: Core) -> list[Path]:
             await core.mounts.tune(table, entry.path, **changes)
 
         return [
-            Path(
-                f"{prefix}/?",
-                {Operation.READ: listing},
-                {},
-                f"List {table} mounts.",
-                sudo=table == "auth",
-            ),
+            # Listing needs no sudo, not even for auth methods: the reference's
+            # sudo rule is "auth/*", which does not cover the bare "auth".
+            Path(f"{prefix}/?", {Operation.READ: listing}, {}, f"List {table} mounts."),
             Path(
                 rf"{prefix}/(?P<path>.+?)/tune/?",
                 {Operation.READ: read_tune, Operation.UPDATE: tune},

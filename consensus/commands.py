@@ -1,0 +1,250 @@
+"""The replicated command and result formats (JSON, versioned, never pickle).
+
+Every entry Coffer puts in the Raft log is one of these commands, encoded as
+compact JSON with base64 values. pysyncobj wraps it in its own framing, but
+the payload our replicas decode is only this explicit format, so a node never
+unpickles anything of ours and a format change is a version bump, not a code
+change that silently reinterprets old log entries.
+
+A command carries a client-chosen ``id``: a retry of the same command (after a
+timeout or a lost callback) is recognised by every replica and answered with
+the first outcome instead of being applied twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from node.physical.base import Check, Delete, Put, TxnOp
+
+__all__ = [
+    "COMMAND_VERSION",
+    "MAX_COMMAND_BYTES",
+    "Applied",
+    "Command",
+    "CommandError",
+    "MemberChange",
+    "Mismatch",
+    "Rejected",
+    "Restore",
+    "Result",
+    "Txn",
+    "decode_command",
+    "decode_result",
+    "encode_command",
+    "encode_result",
+    "new_command_id",
+    "result_from_obj",
+    "result_to_obj",
+]
+
+COMMAND_VERSION = 1
+#: Largest encoded command; pysyncobj's batch size is set above it so a single
+#: entry never takes the library's chunked path (which mis-frames some sizes).
+MAX_COMMAND_BYTES = 8 * 1024 * 1024
+
+
+class CommandError(ValueError):
+    """A command that cannot be encoded or decoded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Txn:
+    """Apply every op or none (revision checks first)."""
+
+    id: str
+    ops: tuple[TxnOp, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Restore:
+    """Replace the whole key space with ``items`` (key, value) pairs."""
+
+    id: str
+    items: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberChange:
+    """Record (or with ``address`` None, forget) the node id of a Raft peer."""
+
+    id: str
+    node_id: str
+    address: str | None
+
+
+Command = Txn | Restore | MemberChange
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """The command was applied at ``revision`` (its Raft log index)."""
+
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """A revision check failed; nothing was applied."""
+
+    key: str
+    expected: int
+    actual: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """The command was malformed on arrival; every replica rejects it alike."""
+
+    reason: str
+
+
+Result = Applied | Mismatch | Rejected
+
+
+def new_command_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+def _unb64(value: object) -> bytes:
+    if not isinstance(value, str):
+        raise CommandError("value must be a base64 string")
+    try:
+        return base64.b64decode(value.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError) as exc:
+        raise CommandError("value is not valid base64") from exc
+
+
+def _encode_op(op: TxnOp) -> dict[str, Any]:
+    if isinstance(op, Put):
+        return {"op": "put", "key": op.key, "value": _b64(op.value), "expect": op.expect}
+    if isinstance(op, Delete):
+        return {"op": "delete", "key": op.key, "expect": op.expect}
+    return {"op": "check", "key": op.key, "expect": op.expect}
+
+
+def encode_command(command: Command) -> bytes:
+    body: dict[str, Any] = {"v": COMMAND_VERSION, "id": command.id}
+    if isinstance(command, Txn):
+        body["ops"] = [_encode_op(op) for op in command.ops]
+    elif isinstance(command, Restore):
+        body["restore"] = [[key, _b64(value)] for key, value in command.items]
+    else:
+        body["member"] = {"node_id": command.node_id, "address": command.address}
+    # ASCII escapes keep any str key (even a lone surrogate) round-trippable.
+    blob = json.dumps(body, separators=(",", ":")).encode("ascii")
+    if len(blob) > MAX_COMMAND_BYTES:
+        raise CommandError(f"command of {len(blob)} bytes exceeds {MAX_COMMAND_BYTES}")
+    return blob
+
+
+def _str(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise CommandError(f"{what} must be a string")
+    return value
+
+
+def _expect(value: object, *, required: bool) -> int | None:
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CommandError("expect must be a non-negative integer" + ("" if required else " or null"))
+    return value
+
+
+def _decode_op(raw: object) -> TxnOp:
+    if not isinstance(raw, dict):
+        raise CommandError("op must be an object")
+    kind = raw.get("op")
+    key = _str(raw.get("key"), "key")
+    if kind == "put":
+        return Put(key, _unb64(raw.get("value")), _expect(raw.get("expect"), required=False))
+    if kind == "delete":
+        return Delete(key, _expect(raw.get("expect"), required=False))
+    if kind == "check":
+        expect = _expect(raw.get("expect"), required=True)
+        assert expect is not None
+        return Check(key, expect)
+    raise CommandError(f"unknown op {kind!r}")
+
+
+def decode_command(blob: bytes) -> Command:
+    """Decode strictly: unknown versions and shapes are errors, never guesses."""
+    try:
+        body = json.loads(blob)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CommandError("command is not valid JSON") from exc
+    if not isinstance(body, dict):
+        raise CommandError("command must be an object")
+    version = body.get("v")
+    if version != COMMAND_VERSION:
+        raise CommandError(f"unsupported command version {version!r}")
+    command_id = _str(body.get("id"), "id")
+    kinds = [name for name in ("ops", "restore", "member") if name in body]
+    if len(kinds) != 1:
+        raise CommandError("command needs exactly one of ops, restore, member")
+    if kinds[0] == "ops":
+        ops = body["ops"]
+        if not isinstance(ops, list):
+            raise CommandError("ops must be a list")
+        return Txn(command_id, tuple(_decode_op(op) for op in ops))
+    if kinds[0] == "restore":
+        items = body["restore"]
+        if not isinstance(items, list) or not all(
+            isinstance(item, list) and len(item) == 2 for item in items
+        ):
+            raise CommandError("restore must be a list of [key, value] pairs")
+        return Restore(command_id, tuple((_str(k, "key"), _unb64(v)) for k, v in items))
+    member = body["member"]
+    if not isinstance(member, dict):
+        raise CommandError("member must be an object")
+    address = member.get("address")
+    return MemberChange(
+        command_id,
+        _str(member.get("node_id"), "node_id"),
+        None if address is None else _str(address, "address"),
+    )
+
+
+def result_to_obj(result: Result) -> dict[str, Any]:
+    if isinstance(result, Applied):
+        return {"rev": result.revision}
+    if isinstance(result, Mismatch):
+        return {"mismatch": [result.key, result.expected, result.actual]}
+    return {"rejected": result.reason}
+
+
+def result_from_obj(body: object) -> Result:
+    if isinstance(body, dict):
+        revision = body.get("rev")
+        if isinstance(revision, int) and not isinstance(revision, bool):
+            return Applied(revision)
+        mismatch = body.get("mismatch")
+        if isinstance(mismatch, list) and len(mismatch) == 3:
+            key, expected, actual = mismatch
+            if isinstance(key, str) and isinstance(expected, int) and isinstance(actual, int):
+                return Mismatch(key, expected, actual)
+        if isinstance(body.get("rejected"), str):
+            return Rejected(body["rejected"])
+    raise CommandError("malformed result")
+
+
+def encode_result(result: Result) -> bytes:
+    return json.dumps(result_to_obj(result), separators=(",", ":")).encode("ascii")
+
+
+def decode_result(blob: bytes) -> Result:
+    try:
+        body = json.loads(blob)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CommandError("result is not valid JSON") from exc
+    return result_from_obj(body)

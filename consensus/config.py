@@ -1,0 +1,187 @@
+"""Validated Raft settings and their translation into pysyncobj's SyncObjConf.
+
+Defaults are tuned for fast failover on a LAN (measured in
+:mod:`consensus.node`): heartbeats every 50 ms, elections after 250-600 ms
+of silence, a leader that lost its majority steps down after 1.5 s (the
+library default is 30 s of acting as a leader nobody follows).
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from typing import Any, NoReturn
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from pysyncobj import SyncObjConf
+
+from consensus.commands import MAX_COMMAND_BYTES
+
+__all__ = [
+    "Durability",
+    "RaftConfig",
+    "RaftConfigError",
+    "derive_transport_password",
+    "parse_address",
+    "to_syncobj_conf",
+]
+
+_MIN_SECRET_BYTES = 16
+_HKDF_SALT = b"coffer raft transport"
+_HKDF_INFO = b"coffer/raft/transport-password/v1"
+
+
+class RaftConfigError(ValueError):
+    """The Raft settings cannot be used; the node must not start."""
+
+
+class Durability(enum.Enum):
+    #: An entry is fsynced on a majority (the leader included) before any
+    #: client is told it committed, in batches (one fsync per tick), as etcd.
+    STRICT = "strict"
+    #: The journal is fsynced every ``relaxed_sync_interval`` seconds only.
+    #: Costs: a power cut or kernel crash on a majority loses up to that much
+    #: acknowledged data (a process crash loses nothing: the page cache
+    #: survives it). Gains: no fsync on the commit path.
+    RELAXED = "relaxed"
+
+
+def parse_address(address: str, what: str) -> tuple[str, int]:
+    host, sep, port_text = address.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise RaftConfigError(f"{what} must be host:port, got {address!r}")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host, int(port_text)
+    if ip.is_unspecified:
+        raise RaftConfigError(f"{what} must name one interface, not {host}")
+    return host, int(port_text)
+
+
+def derive_transport_password(cluster_secret: bytes) -> str:
+    """HKDF-SHA256 of the cluster key material: the pysyncobj ``password``.
+
+    pysyncobj stretches it again with PBKDF2 over a fixed salt; that salt only
+    hurts low-entropy passwords, and this one is 256 random-looking bits.
+    """
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=_HKDF_SALT, info=_HKDF_INFO)
+    return key.derive(cluster_secret).hex()
+
+
+@dataclass(frozen=True, slots=True)
+class RaftConfig:
+    """One node's Raft settings; :meth:`validate` runs on construction."""
+
+    node_id: str
+    #: ``host:port`` the Raft transport binds to and peers dial (never 0.0.0.0).
+    cluster_addr: str
+    data_dir: Path
+    #: Key material the transport password is derived from (required).
+    cluster_secret: bytes = field(repr=False)
+    #: Initial voters other than this node: node id -> ``host:port``.
+    peers: Mapping[str, str] = field(default_factory=dict)
+    durability: Durability = Durability.STRICT
+    relaxed_sync_interval: float = 1.0
+    heartbeat_interval: float = 0.05
+    election_timeout_min: float = 0.25
+    election_timeout_max: float = 0.6
+    connection_timeout: float = 2.0
+    reconnect_interval: float = 0.5
+    leader_step_down_timeout: float = 1.5
+    ping_interval: float = 0.25
+    #: Per attempt, for every write; a silent callback never hangs a caller.
+    request_timeout: float = 3.0
+    request_attempts: int = 5
+    compaction_min_entries: int = 5000
+    compaction_min_time: float = 300.0
+    snapshot_chunk_bytes: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        if not isinstance(self.cluster_secret, bytes) or len(self.cluster_secret) < _MIN_SECRET_BYTES:
+            raise RaftConfigError(
+                f"cluster_secret must be at least {_MIN_SECRET_BYTES} bytes of key material; "
+                "the Raft transport never runs without a password"
+            )
+        if not self.node_id or "\x00" in self.node_id:
+            raise RaftConfigError("node_id must be a non-empty string")
+        parse_address(self.cluster_addr, "cluster_addr")
+        seen = {self.cluster_addr}
+        for node_id, address in self.peers.items():
+            parse_address(address, f"peer {node_id!r}")
+            if node_id == self.node_id or address in seen:
+                raise RaftConfigError(f"peer {node_id!r} duplicates a node id or address")
+            seen.add(address)
+        if self.heartbeat_interval <= 0:
+            raise RaftConfigError("heartbeat_interval must be positive")
+        if self.election_timeout_min <= 3 * self.heartbeat_interval:
+            raise RaftConfigError("election_timeout_min must exceed 3 heartbeat intervals")
+        if self.election_timeout_max <= self.election_timeout_min:
+            raise RaftConfigError("election_timeout_max must exceed election_timeout_min")
+        if self.connection_timeout < self.election_timeout_max:
+            raise RaftConfigError("connection_timeout must be at least election_timeout_max")
+        if self.leader_step_down_timeout <= self.heartbeat_interval:
+            raise RaftConfigError("leader_step_down_timeout must exceed heartbeat_interval")
+        if self.ping_interval * 2 > self.connection_timeout:
+            raise RaftConfigError("ping_interval must be at most half of connection_timeout")
+        if self.request_timeout <= 0 or self.request_attempts < 1:
+            raise RaftConfigError("request_timeout and request_attempts must be positive")
+        if self.compaction_min_entries < 2 or self.compaction_min_time <= 0:
+            raise RaftConfigError("compaction thresholds are too small")
+        if self.relaxed_sync_interval <= 0 or self.snapshot_chunk_bytes <= 0:
+            raise RaftConfigError("relaxed_sync_interval and snapshot_chunk_bytes must be positive")
+
+    @property
+    def tick_interval(self) -> float:
+        """How long one tick may wait for network events (heartbeats need ~2 per period)."""
+        return self.heartbeat_interval / 2
+
+    @property
+    def raft_dir(self) -> Path:
+        return Path(self.data_dir)
+
+
+def _replaced_hook(*_: Any) -> NoReturn:
+    raise AssertionError("pysyncobj's Serializer should have been replaced by SnapshotStore")
+
+
+def to_syncobj_conf(config: RaftConfig, *, journal: Any, dump_file: Path) -> SyncObjConf:
+    """The library settings for ``config``; ``journal`` is injected (see _compat)."""
+    host, port = parse_address(config.cluster_addr, "cluster_addr")
+    conf = SyncObjConf(
+        password=derive_transport_password(config.cluster_secret),
+        # Without this the library binds 0.0.0.0 whatever the self address says.
+        bindAddress=f"{host}:{port}",
+        autoTick=False,  # consensus.node runs the tick loop (sync points, clean stop)
+        appendEntriesUseBatch=False,  # replicate at once instead of on the next 100 ms tick
+        appendEntriesPeriod=config.heartbeat_interval,
+        appendEntriesBatchSizeBytes=MAX_COMMAND_BYTES + 64 * 1024,
+        raftMinTimeout=config.election_timeout_min,
+        raftMaxTimeout=config.election_timeout_max,
+        connectionTimeout=config.connection_timeout,
+        connectionRetryTime=config.reconnect_interval,
+        leaderFallbackTimeout=config.leader_step_down_timeout,
+        tcp_keepalive=(2, 1, 3),
+        commandsWaitLeader=False,  # fail fast (MISSING_LEADER); RaftBackend retries
+        dynamicMembershipChange=True,
+        journalFile=journal,
+        fullDumpFile=str(dump_file),
+        serializer=_replaced_hook,  # set so the library never pickles our state
+        deserializer=_replaced_hook,
+        useFork=False,
+        logCompactionMinEntries=config.compaction_min_entries,
+        logCompactionMinTime=config.compaction_min_time,
+        logCompactionBatchSize=config.snapshot_chunk_bytes,
+        maxBindRetries=1,
+    )
+    conf.validate()
+    return conf

@@ -1,0 +1,234 @@
+"""Full dumps for log compaction, written off the Raft thread in our format.
+
+This object stands in for pysyncobj's ``Serializer`` (same six methods; see
+:func:`consensus._compat.install_snapshot_store`). The library's own class
+cannot do what we need even with its ``serializer`` hooks:
+
+* with a custom serializer it never forks but runs the hook *on the tick
+  thread* and renames the tmp file the moment the hook returns, so an
+  asynchronous writer is impossible, and a big synchronous one stalls
+  heartbeats (pysyncobj.md section 4);
+* its default fork path is unsafe here: ``os.fork`` in a process running an
+  asyncio loop and several threads copies locks held by other threads into
+  the child (a deadlock waiting to happen; Python 3.12 warns about exactly
+  this), and the child pickles our objects;
+* it neither fsyncs a dump nor checks a snapshot received from the leader
+  before renaming it over ours.
+
+Here a dump is a cheap copy of the state taken on the Raft thread (values are
+immutable bytes, so a shallow dict copy), encoded and written by a plain
+thread: tmp + fsync + rename + directory fsync, no fork. pysyncobj truncates
+its journal only after :meth:`checkSerializing` reports success, i.e. after
+the dump is durable. A snapshot streamed from the leader is written to a side
+file, fsynced and fully verified, and refused if it is older than what this
+node has applied or if our log already holds its last entry (Raft keeps the
+log then; pysyncobj would discard it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from pysyncobj.config import SERIALIZER_STATE
+from pysyncobj.node import TCPNode
+
+from consensus.journal import DurableJournal, fsync_dir
+from consensus.snapshot import RaftPoint, SnapshotError, decode_snapshot, encode_snapshot
+from consensus.state import KVState, StateImage
+
+__all__ = ["SnapshotStore"]
+
+log = logging.getLogger(__name__)
+
+
+class SnapshotStore:
+    """The dump file at ``path``, its writer thread and its transmissions."""
+
+    def __init__(self, path: Path, state: KVState, journal: DurableJournal, chunk: int) -> None:
+        self._path = path
+        self._state = state
+        self._journal = journal
+        self._chunk = chunk
+        self._writer: threading.Thread | None = None
+        self._written = False
+        self._serialize_id: int | None = None
+        self._outgoing: dict[Any, tuple[IO[bytes], int]] = {}
+        self._incoming: IO[bytes] | None = None
+        self._loaded: tuple[StateImage, RaftPoint] | None = None
+        self.failed: str | None = None  # set when a load fails; the node fail-stops
+
+    # -- reading ---------------------------------------------------------------
+
+    def read(self, path: Path | None = None) -> tuple[StateImage, RaftPoint] | None:
+        """Parse and verify the dump (``None`` if there is none)."""
+        try:
+            with open(path or self._path, "rb") as stream:
+                image, raft = decode_snapshot(stream)
+        except FileNotFoundError:
+            return None
+        if raft is None:
+            raise SnapshotError("the dump file holds an export, not a dump")
+        return image, raft
+
+    def preload(self) -> RaftPoint | None:
+        """Verify the dump before pysyncobj loads it, so a bad one stops start-up."""
+        loaded = self.read()
+        self._loaded = loaded
+        return loaded[1] if loaded else None
+
+    # -- pysyncobj's Serializer interface ----------------------------------------
+
+    def deserialize(self) -> tuple[None, Any, Any, list[TCPNode]]:
+        try:
+            loaded = self._loaded or self.read()
+            if loaded is None:
+                raise SnapshotError("dump file vanished")
+        except (OSError, SnapshotError) as exc:
+            # pysyncobj swallows this and would run on with a partial state.
+            self.failed = f"cannot load raft dump: {exc}"
+            log.critical(self.failed)
+            raise
+        self._loaded = None
+        image, raft = loaded
+        self._state.load(image)
+        return None, raft.last, raft.prev, [TCPNode(address) for address in raft.cluster]
+
+    def serialize(self, data: tuple[Any, Any, Any, Any], id: int) -> None:  # noqa: A002
+        if self._writer is not None:
+            return
+        _, last, prev, cluster = data
+        raft = RaftPoint(
+            (bytes(last[0]), last[1], last[2]),
+            (bytes(prev[0]), prev[1], prev[2]),
+            tuple(sorted(node.id for node in cluster if node is not None)),
+        )
+        image = self._state.capture()  # on the Raft thread: consistent with `last`
+        self._serialize_id = id
+        self._written = False
+        self._writer = threading.Thread(
+            target=self._write, args=(image, raft), name="coffer-raft-dump", daemon=True
+        )
+        self._writer.start()
+
+    def checkSerializing(self) -> tuple[int, int | None]:  # noqa: N802
+        writer = self._writer
+        if writer is None:
+            return SERIALIZER_STATE.NOT_SERIALIZING, None
+        if writer.is_alive():
+            return SERIALIZER_STATE.SERIALIZING, self._serialize_id
+        writer.join()
+        self._writer = None
+        if not self._written:
+            return SERIALIZER_STATE.FAILED, self._serialize_id
+        self._close_outgoing()  # followers restart from the new dump
+        return SERIALIZER_STATE.SUCCESS, self._serialize_id
+
+    def getTransmissionData(self, transmissionID: Any) -> Any:  # noqa: N802, N803
+        if self._writer is not None:
+            return None  # the file is about to change; pysyncobj retries later
+        current = self._outgoing.get(transmissionID)
+        if current is None:
+            try:
+                current = (open(self._path, "rb"), 0)  # noqa: SIM115 (kept across ticks)
+            except OSError:
+                log.exception("cannot open the raft dump for a follower")
+                return None
+        stream, sent = current
+        try:
+            data = stream.read(self._chunk)
+        except OSError:
+            log.exception("cannot read the raft dump for a follower")
+            self.cancelTransmisstion(transmissionID)
+            return False
+        is_last = not data
+        if is_last:
+            stream.close()
+            self._outgoing.pop(transmissionID, None)
+        else:
+            self._outgoing[transmissionID] = (stream, sent + len(data))
+        return data, sent == 0, is_last
+
+    def setTransmissionData(self, data: Any) -> bool:  # noqa: N802
+        if not (isinstance(data, tuple) and len(data) == 3 and isinstance(data[0], bytes)):
+            return False
+        chunk, is_first, is_last = data
+        side = self._path.with_name(self._path.name + ".incoming")
+        try:
+            if is_first:
+                self._drop_incoming()
+                fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                self._incoming = os.fdopen(fd, "wb")
+            if self._incoming is None:
+                return False
+            self._incoming.write(chunk)
+            if not is_last:
+                return False
+            self._incoming.flush()
+            os.fsync(self._incoming.fileno())
+            self._drop_incoming()
+            return self._accept(side)
+        except OSError:
+            log.exception("cannot store the snapshot received from the leader")
+            self._drop_incoming()
+            return False
+
+    def cancelTransmisstion(self, id: Any) -> None:  # noqa: N802, A002 (library spelling)
+        current = self._outgoing.pop(id, None)
+        if current is not None:
+            current[0].close()
+
+    # -- ours ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+        self._close_outgoing()
+        self._drop_incoming()
+
+    def _accept(self, side: Path) -> bool:
+        try:
+            loaded = self.read(side)
+            assert loaded is not None
+        except SnapshotError as exc:
+            log.error("refusing a corrupt snapshot from the leader: %s", exc)
+            side.unlink(missing_ok=True)
+            return False
+        image, raft = loaded
+        if self._journal.term_at(raft.index) == raft.last[2] or raft.index < self._state.applied_index:
+            log.warning("ignoring a snapshot at %d: this node already holds it", raft.index)
+            side.unlink(missing_ok=True)
+            return False
+        os.replace(side, self._path)
+        fsync_dir(self._path.parent)
+        self._loaded = (image, raft)
+        return True
+
+    def _write(self, image: StateImage, raft: RaftPoint) -> None:
+        tmp = self._path.with_name(self._path.name + ".tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as stream:
+                for line in encode_snapshot(image, raft):
+                    stream.write(line)
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.replace(tmp, self._path)
+            fsync_dir(self._path.parent)
+            self._written = True
+        except Exception:
+            log.exception("writing the raft dump failed")
+
+    def _close_outgoing(self) -> None:
+        for stream, _ in self._outgoing.values():
+            stream.close()
+        self._outgoing.clear()
+
+    def _drop_incoming(self) -> None:
+        if self._incoming is not None:
+            self._incoming.close()
+            self._incoming = None

@@ -1,0 +1,301 @@
+"""One replica and the thread that drives it.
+
+pysyncobj runs with ``autoTick=False``; this module's thread calls
+``doTick`` in a loop, which gives us the sync points the durability rule
+needs and a clean, joinable stop:
+
+* **strict durability** (default): the journal is fsynced before every tick
+  (the leader counts its own log towards a majority at the start of a tick,
+  so everything it appended is on disk by then) and just before the tick
+  waits on the network (so its own fsync overlaps the followers'); followers
+  hold their acknowledgements until that fsync (:mod:`consensus.transport`).
+  One fsync covers everything appended in a tick: group commit.
+* **relaxed**: fsync every ``relaxed_sync_interval`` only.
+
+Measured on the 2-vCPU CI host (ext4, fdatasync p50 ~4 ms), 3 processes on
+loopback, ``tests/cluster/bench_raft.py``: see ``consensus/DESIGN.md`` for
+the table (strict vs relaxed, window 1 and 64).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import logging
+import os
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pysyncobj.poller import POLL_EVENT_TYPE
+
+from consensus._compat import close_pipe_notifier, install_journal_hook, install_snapshot_store
+from consensus.config import Durability, RaftConfig, to_syncobj_conf
+from consensus.dumps import SnapshotStore
+from consensus.journal import DurableJournal
+from consensus.snapshot import SnapshotError
+from consensus.state import KVState
+from consensus.state_machine import Listener, ReplicatedStore
+from consensus.transport import CofferTransport
+from node.errors import StorageError
+
+__all__ = ["RaftNode"]
+
+log = logging.getLogger(__name__)
+
+_CANDIDATE = 1  # pysyncobj's _RAFT_STATE.CANDIDATE
+_STATUS_EVERY = 0.1
+
+
+def _prepare_dir(path: Path) -> int:
+    """Create the directory 0700 (tightening an existing one) and lock it."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    fd = os.open(path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise StorageError(f"raft data at {path} is in use by another process") from exc
+    return fd
+
+
+def _check_bindable(address: str) -> None:
+    """Fail start-up cleanly; the library leaks its socket when bind fails."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    try:
+        family, kind, proto, _, sockaddr = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(sockaddr)
+    except OSError as exc:
+        raise StorageError(f"cannot bind the raft address {address}: {exc}") from exc
+
+
+class RaftNode:
+    """Journal, dump store, SyncObj and tick thread of one Coffer node."""
+
+    def __init__(self, config: RaftConfig) -> None:
+        install_journal_hook()
+        self.config = config
+        self.failure: str | None = None
+        self.on_progress: Callable[[int], None] | None = None
+        self._strict = config.durability is Durability.STRICT
+        self._stop = threading.Event()
+        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._raw_status: dict[str, Any] = {}
+        self._last_sync = self._next_ping = self._next_status = 0.0
+        self._last_applied = 0
+        root = Path(config.data_dir)
+        self._lock_fd = _prepare_dir(root)
+        try:
+            _check_bindable(config.cluster_addr)
+            self._journal = DurableJournal(root / "journal")
+            self._state = KVState()
+            self._store = SnapshotStore(
+                root / "dump.jsonl", self._state, self._journal, config.snapshot_chunk_bytes
+            )
+            self._align_journal_with_dump()
+            transport = functools.partial(self._make_transport, self._journal, self._strict)
+            conf = to_syncobj_conf(config, journal=self._journal, dump_file=root / "dump.jsonl")
+            self._obj = ReplicatedStore(
+                config.cluster_addr, list(config.peers.values()), conf, self._state, transport
+            )
+        except (OSError, SnapshotError, ValueError) as exc:
+            self._release()
+            raise StorageError(f"cannot open raft storage at {root}: {exc}") from exc
+        except BaseException:
+            self._release()
+            raise
+        install_snapshot_store(self._obj, self._store)
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._obj._poller.subscribe(self._wake_r, self._drain_wake, POLL_EVENT_TYPE.READ)
+        self._obj.addOnTickCallback(self._before_poll)
+        self._thread = threading.Thread(target=self._run, name=f"coffer-raft-{config.node_id}")
+
+    def _align_journal_with_dump(self) -> None:
+        """Finish a compaction a crash interrupted (dump renamed, journal not cut).
+
+        pysyncobj clears the whole journal when its first two entries are not
+        the dump's, which would drop acknowledged entries after the dump.
+        """
+        point = self._store.preload()
+        if point is None:
+            return
+        position = self._journal.position_of(point.prev)
+        if position and self._journal.position_of(point.last) == position + 1:
+            log.warning("completing an interrupted log compaction at %d", point.index)
+            self._journal.deleteEntriesTo(position)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop ticking and release everything (blocking: call off the event loop)."""
+        self._stop.set()
+        self._wake()
+        if self._thread.is_alive():
+            self._thread.join()
+        elif self._lock_fd >= 0:
+            self._shutdown()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if self._strict:
+                    self._journal.sync()
+                self._obj.doTick(self.config.tick_interval)
+                self._after_tick()
+        except Exception as exc:
+            self.failure = f"raft node stopped: {exc!r}"
+            log.critical(self.failure, exc_info=True)
+        finally:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        try:
+            self._obj.destroy()  # autoTick=False: tears down transport and journal now
+        except Exception:
+            log.exception("raft shutdown failed")
+        self._store.close()
+        self._obj._poller.unsubscribe(self._wake_r)
+        close_pipe_notifier(self._obj)
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    # -- the tick ----------------------------------------------------------------
+
+    def _before_poll(self) -> None:
+        if self._strict:
+            self._journal.sync()  # the leader's own fsync overlaps the followers'
+            self._transport.flush_acks()
+        if self._single_leader_has_uncommitted():
+            self._wake()  # nobody will send us an ack; commit on the next tick at once
+
+    def _single_leader_has_uncommitted(self) -> bool:
+        obj = self._obj
+        return not obj.otherNodes and obj.raftCommitIndex < self._journal.last_index()
+
+    def _after_tick(self) -> None:
+        now = time.monotonic()
+        transport = self._transport
+        if self._strict:
+            transport.flush_acks()
+        elif now - self._last_sync >= self.config.relaxed_sync_interval:
+            self._journal.sync()
+            self._last_sync = now
+        while True:
+            try:
+                call = self._calls.get_nowait()
+            except queue.Empty:
+                break
+            call()
+        if now >= self._next_ping:
+            transport.ping_peers()
+            self._next_ping = now + self.config.ping_interval
+        if now >= self._next_status:
+            self._raw_status = self._obj.getStatus()
+            self._next_status = now + _STATUS_EVERY
+        applied = self._obj.raftLastApplied
+        if applied != self._last_applied:
+            self._last_applied = applied
+            if self.on_progress is not None:
+                self.on_progress(applied)
+        if self._store.failed:
+            raise StorageError(self._store.failed)
+
+    def _make_transport(self, journal: DurableJournal, strict: bool, *args: Any) -> CofferTransport:
+        self._transport = CofferTransport(*args, journal=journal, defer_acks=strict)
+        return self._transport
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except (BlockingIOError, OSError):
+            pass  # already awake, or closed
+
+    def _drain_wake(self, descr: int, event: int) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    # -- thread-safe API -----------------------------------------------------------
+
+    @property
+    def state(self) -> KVState:
+        return self._state
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
+    def add_listener(self, listener: Listener) -> None:
+        self._obj.add_listener(listener)
+
+    def submit(self, blob: bytes, callback: Callable[[Any, int], None]) -> None:
+        self._obj.apply(blob, callback=callback)
+
+    def add_node(self, address: str, callback: Callable[[Any, int], None]) -> None:
+        self._obj.addNodeToCluster(address, callback=callback)
+
+    def remove_node(self, address: str, callback: Callable[[Any, int], None]) -> None:
+        self._obj.removeNodeFromCluster(address, callback=callback)
+
+    def call_soon(self, call: Callable[[], None]) -> None:
+        """Run ``call`` on the Raft thread after the current tick."""
+        self._calls.put(call)
+        self._wake()
+
+    def force_compaction(self) -> None:
+        self._obj.forceLogCompaction()
+
+    def is_leader(self) -> bool:
+        return bool(self._obj._isLeader())
+
+    def leader_address(self) -> str | None:
+        leader = self._obj._getLeader()
+        return None if leader is None else str(leader.id)
+
+    def applied_index(self) -> int:
+        return int(self._obj.raftLastApplied)
+
+    def commit_index(self) -> int:
+        return int(self._obj.raftCommitIndex)
+
+    def addresses(self) -> list[str]:
+        """Every voter this node knows: itself and its peers."""
+        return [self.config.cluster_addr, *sorted(node.id for node in self._obj.otherNodes)]
+
+    def status(self) -> dict[str, Any]:
+        raw = self._raw_status
+        return {
+            "state": "leader"
+            if self.is_leader()
+            else ("candidate" if raw.get("state") == _CANDIDATE else "follower"),
+            "term": int(self._obj.raftCurrentTerm),
+            "leader": self.leader_address(),
+            "commit_index": self.commit_index(),
+            "applied_index": self.applied_index(),
+            "log_length": raw.get("log_len"),
+            "has_quorum": raw.get("has_quorum"),
+            "match_index": {
+                key.removeprefix("match_idx_server_"): value
+                for key, value in raw.items()
+                if key.startswith("match_idx_server_")
+            },
+        }

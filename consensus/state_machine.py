@@ -1,0 +1,68 @@
+"""The pysyncobj replica: one replicated method, ``apply(blob: bytes)``.
+
+Everything replicated goes through :meth:`ReplicatedStore.apply` as an
+explicitly encoded :mod:`consensus.commands` blob; pysyncobj only ever
+pickles ``(method id, (bytes,))`` around it. One method also means the
+library's method-id numbering (sorted names) can never shift under a log.
+
+``apply`` runs on the Raft thread, in log order, on every node. The revision
+a write receives is the index of the entry being applied, which the library
+does not pass in but which is always ``raftLastApplied + 1`` at that moment
+(it increments after the call). Listeners are called on the Raft thread and
+must only hand work off (a queue, ``loop.call_soon_threadsafe``): apply never
+touches an event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pysyncobj import SyncObj, SyncObjConf, replicated
+
+from consensus.commands import CommandError, Rejected, decode_command, encode_result
+from consensus.state import ChangeSet, KVState
+
+__all__ = ["Listener", "ReplicatedStore"]
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[ChangeSet], None]
+
+
+class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
+    def __init__(
+        self,
+        self_address: str | None,
+        peer_addresses: list[str],
+        conf: SyncObjConf,
+        state: KVState,
+        transport_class: Callable[..., Any],
+    ) -> None:
+        self._kv = state
+        self._listeners: list[Listener] = []
+        super().__init__(self_address, peer_addresses, conf, transportClass=transport_class)
+
+    @property
+    def kv(self) -> KVState:
+        return self._kv
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    @replicated  # type: ignore[misc]  # untyped decorator
+    def apply(self, blob: bytes) -> bytes:
+        index = self.raftLastApplied + 1
+        try:
+            command = decode_command(blob)
+        except (CommandError, TypeError) as exc:
+            command = Rejected(str(exc))
+        result, changes = self._kv.apply(index, command)
+        if changes is not None:
+            for listener in self._listeners:
+                try:
+                    listener(changes)
+                except Exception:
+                    log.exception("a change listener failed")
+        return encode_result(result)

@@ -1,0 +1,119 @@
+"""pysyncobj's TCP transport with our three changes, via its public
+``transportClass`` hook.
+
+* **Acknowledgements wait for fsync.** A follower's ``next_node_idx`` replies
+  (its "I hold up to here") are held back and only sent by
+  :meth:`flush_acks`, which first syncs the journal. The leader counts a
+  follower towards a majority only from these replies, so with this and the
+  leader syncing before each tick (see :mod:`consensus.node`) an entry is on
+  disk on a majority before any client sees it committed.
+* **Follower appends are reconciled** (:mod:`consensus.follower`) before the
+  library sees them, and the reply is corrected where the rewrite needs it.
+* **Idle links stay alive.** Followers never talk to each other, so their
+  link goes silent past ``connectionTimeout`` and the first RequestVote after
+  a leader dies trips the timeout and is lost (pysyncobj.md section 3); every
+  node pings its connected peers, and the library ignores the message type.
+
+The syncobj_admin utility protocol is refused: membership goes through
+``RaftBackend`` so node ids are replicated with addresses.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pysyncobj.transport import TCPTransport
+
+from consensus.follower import reconcile
+from consensus.journal import DurableJournal
+
+__all__ = ["PING", "CofferTransport"]
+
+log = logging.getLogger(__name__)
+
+PING = "coffer_ping"
+
+
+class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyped
+    def __init__(
+        self,
+        syncObj: Any,  # noqa: N803 (library signature)
+        selfNode: Any,  # noqa: N803
+        otherNodes: Any,  # noqa: N803
+        *,
+        journal: DurableJournal,
+        defer_acks: bool,
+    ) -> None:
+        self._journal = journal
+        self._defer_acks = defer_acks
+        self._deferred: list[tuple[Any, dict[str, Any]]] = []
+        self._reply_fix: tuple[Any, int] | None = None
+        self.refused_appends = 0
+        super().__init__(syncObj, selfNode, otherNodes)
+
+    # -- incoming ------------------------------------------------------------------
+
+    def _onMessageReceived(self, node: Any, message: Any) -> None:  # noqa: N802
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == PING:
+            return
+        if kind != "append_entries":
+            super()._onMessageReceived(node, message)
+            return
+        sync_obj = self._syncObj
+        result = reconcile(
+            message,
+            self._journal,
+            current_term=sync_obj.raftCurrentTerm,
+            protected_index=max(sync_obj.raftCommitIndex, sync_obj.raftLastApplied),
+        )
+        if result.message is None:
+            self.refused_appends += 1
+            log.critical(
+                "refusing an append from %s that would delete committed entry %s",
+                node,
+                result.truncates_from,
+            )
+            return
+        if result.reply_next_index is not None:
+            self._reply_fix = (node, result.reply_next_index)
+        try:
+            super()._onMessageReceived(node, result.message)
+        finally:
+            self._reply_fix = None
+
+    def _onUtilityMessage(self, conn: Any, message: Any) -> bool:  # noqa: N802
+        log.warning("refused a syncobj_admin command on the raft port")
+        conn.disconnect()
+        return True
+
+    # -- outgoing --------------------------------------------------------------------
+
+    def send(self, node: Any, message: Any) -> bool:
+        if isinstance(message, dict) and message.get("type") == "next_node_idx":
+            fix = self._reply_fix
+            if fix is not None and fix[0] == node and message.get("success"):
+                message = dict(message, next_node_idx=fix[1])
+                self._reply_fix = None
+            if self._defer_acks:
+                self._deferred.append((node, message))
+                return True
+        return bool(super().send(node, message))
+
+    def flush_acks(self) -> None:
+        """Sync the journal, then release the held-back acknowledgements."""
+        if not self._deferred:
+            return
+        self._journal.sync()
+        deferred, self._deferred = self._deferred, []
+        for node, message in deferred:
+            super().send(node, message)
+
+    def ping_peers(self) -> None:
+        sync_obj = self._syncObj
+        for node in sync_obj.otherNodes:
+            if sync_obj.isNodeConnected(node):
+                super().send(node, {"type": PING})

@@ -1,0 +1,139 @@
+"""``sys/internal/specs/openapi``: one OpenAPI document for every mount.
+
+Each mount's path table is rendered with its route path in front
+(``/secret/data/{path}``, ``/sys/mounts``, ``/auth/token/create``).
+``?generic_mount_paths=true`` writes ``{<type>_mount_path}`` in place of
+each mount's path (``/{kv_mount_path}/data/{path}``,
+``/auth/{token_mount_path}/create``); ``sys/`` and ``identity/`` keep their
+fixed paths, as in the reference. Two mounts of one type then share their
+paths; the first mount (in route order) describes them.
+
+Who sees what (the reference lets the ACL decide which paths appear):
+
+* **No token, or one that does not resolve**: the whole document. The path
+  is unauthenticated (as in the reference) and the document holds no
+  secret values, only the shape of the API and the mount paths. This is a
+  deliberate departure: the reference shows an unauthenticated caller only
+  the mounts whose ``listing_visibility`` is ``unauth``.
+* **Root token**: the whole document.
+* **Any other valid token**: rows marked unauthenticated, plus the rows
+  on which the token's ACL grants some capability on at least one path the
+  row serves. This is a *view* ("what can I call?"), not a security
+  boundary: dropping the token shows everything. Whether a row may be
+  reached is decided by probing the ACL with concrete paths: the row's
+  template with every parameter filled in, and each policy rule's own path
+  (``+`` segments filled from the template) when the row's template
+  matches it. Overlaps these probes miss are possible but rare; they err
+  towards hiding a row.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
+from node.framework.openapi import DocumentBuilder, Template, render_pattern
+from node.logical.request import Operation, Request
+from node.logical.response import Response
+from node.policy.acl import ACL
+from node.policy.model import DENY
+
+if TYPE_CHECKING:
+    from node.core.core import Core
+
+__all__ = ["internal_paths", "reachable"]
+
+#: Mounts whose path is fixed, so they keep it under ``generic_mount_paths``.
+_FIXED_MOUNTS = frozenset({"system", "identity"})
+_PARAMETER = re.compile(r"\{[^{}/]+\}")
+_PROBE = "x"
+
+
+def _template_regex(text: str) -> re.Pattern[str]:
+    parts = _PARAMETER.split(text)
+    return re.compile(".+".join(re.escape(part) for part in parts), re.DOTALL)
+
+
+def _fill(rule_path: str, template: str) -> str:
+    """A concrete path of a rule: ``+`` segments from ``template`` (or a probe), no ``*``."""
+    body = rule_path[:-1] if rule_path.endswith("*") else rule_path
+    wanted = template.split("/")
+    segments = body.split("/")
+    for index, segment in enumerate(segments):
+        if segment == "+":
+            given = wanted[index] if index < len(wanted) else ""
+            segments[index] = given if given and not _PARAMETER.search(given) else _PROBE
+    return "/".join(segments)
+
+
+def reachable(acl: ACL, route_path: str, template: Template) -> bool:
+    """Whether ``acl`` grants anything on some path of ``route_path + template``."""
+    absolute = route_path + template.text
+    candidates = [_PARAMETER.sub(_PROBE, absolute)]
+    regex = _template_regex(absolute)
+    for rule in acl.rules:
+        if rule.is_deny or not rule.capabilities:
+            continue
+        concrete = _fill(rule.path, absolute)
+        if regex.fullmatch(concrete) or regex.fullmatch(concrete.rstrip("/")):
+            candidates.append(concrete)
+    return any(acl.capabilities(candidate) != [DENY] for candidate in candidates)
+
+
+def internal_paths(core: Core) -> list[Path]:
+    async def openapi(request: Request, data: FieldData) -> Response:
+        # Imported here: the core imports the engines (and so this module).
+        from node.core.core import VERSION
+
+        acl: ACL | None = None
+        if request.auth is not None:
+            acl = await core.policies.acl(request.auth.policies)
+            if acl.is_root:
+                acl = None
+        generic = bool(data.get("generic_mount_paths"))
+        builder = DocumentBuilder(VERSION)
+        for mount in sorted(core.router.entries(), key=lambda entry: entry.route_path):
+            route = core.router.match(mount.route_path)
+            if route is None or not isinstance(route.backend, FrameworkBackend):
+                continue
+            prefix = mount.route_path
+            url_prefix = prefix
+            extra: dict[str, dict[str, Any]] = {}
+            if generic and mount.type not in _FIXED_MOUNTS:
+                name = f"{mount.type}_mount_path"
+                url_prefix = ("auth/" if mount.table == "auth" else "") + "{" + name + "}/"
+                extra[name] = {
+                    "description": "Path that the backend was mounted at",
+                    "schema": {"type": "string", "default": mount.path.rstrip("/")},
+                }
+            for entry in route.backend.paths:
+                for template in render_pattern(entry.pattern):
+                    hidden = acl is not None and not reachable(acl, prefix, template)
+                    if hidden and not entry.unauthenticated:
+                        continue
+                    builder.add(
+                        entry,
+                        "/" + (url_prefix + template.text).strip("/"),
+                        name=prefix + template.text,
+                        tag=mount.type,
+                        synthetic=template.synthetic,
+                        extra_parameters=extra,
+                    )
+        return Response(raw=builder.document())
+
+    return [
+        Path(
+            "internal/specs/openapi",
+            {Operation.READ: openapi},
+            {
+                "generic_mount_paths": Field(
+                    FieldType.BOOL,
+                    "Use {<type>_mount_path} parameters in place of the mount paths.",
+                    False,
+                ),
+            },
+            "The OpenAPI document of every mount the caller can use.",
+            unauthenticated=True,
+        ),
+    ]

@@ -1,0 +1,111 @@
+"""Small helpers shared by the HTTP API tests (not a test module)."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp.test_utils import TestClient
+from multidict import CIMultiDictProxy
+
+ENVELOPE_KEYS = {
+    "request_id",
+    "lease_id",
+    "renewable",
+    "lease_duration",
+    "data",
+    "wrap_info",
+    "warnings",
+    "auth",
+}
+
+
+@dataclass
+class Reply:
+    """One HTTP response, read completely."""
+
+    method: str
+    path: str
+    status: int
+    headers: CIMultiDictProxy[str]
+    raw: bytes
+
+    @property
+    def body(self) -> Any:
+        """The body parsed as JSON (``None`` when empty)."""
+        return json.loads(self.raw) if self.raw else None
+
+    @property
+    def errors(self) -> list[str]:
+        body = self.body
+        assert isinstance(body, dict), f"{self}: body is not a JSON object"
+        errors = body.get("errors")
+        assert isinstance(errors, list), f"{self}: no 'errors' list in {body!r}"
+        assert all(isinstance(e, str) for e in errors), f"{self}: non-string errors {errors!r}"
+        return errors
+
+    @property
+    def data(self) -> Any:
+        return self.body["data"]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} -> {self.status} {self.raw[:300]!r}"
+
+
+async def call(
+    client: TestClient,
+    method: str,
+    path: str,
+    *,
+    json_body: Any = None,
+    data: bytes | str | None = None,
+    headers: dict[str, str] | None = None,
+    params: dict[str, str] | None = None,
+) -> Reply:
+    """Send one request; ``json_body`` is serialised, ``data`` is sent as given."""
+    body: Any = data
+    send_headers = dict(headers or {})
+    if json_body is not None:
+        body = json.dumps(json_body)
+        send_headers.setdefault("Content-Type", "application/json")
+    if isinstance(body, str):
+        body = body.encode("utf-8", "surrogatepass")
+    if body is not None and len(body) > 1024 * 1024:
+        body = io.BytesIO(body)  # aiohttp warns about large raw bytes bodies
+    async with client.request(
+        method, path, data=body, headers=send_headers, params=params
+    ) as response:
+        raw = await response.read()
+        return Reply(method, path, response.status, response.headers, raw)
+
+
+def assert_error(reply: Reply, status: int, fragment: str = "") -> list[str]:
+    """``reply`` has ``status`` and an ``errors`` list (one message containing ``fragment``)."""
+    assert reply.status == status, str(reply)
+    errors = reply.errors
+    if fragment:
+        assert any(fragment.lower() in e.lower() for e in errors), f"{fragment!r} not in {errors}"
+    return errors
+
+
+def assert_envelope(reply: Reply, status: int = 200) -> dict[str, Any]:
+    """``reply`` is ``status`` with the full response envelope; returns the body."""
+    assert reply.status == status, str(reply)
+    body = reply.body
+    assert isinstance(body, dict), str(reply)
+    missing = ENVELOPE_KEYS - set(body)
+    assert not missing, f"{reply}: envelope lacks {sorted(missing)}"
+    assert body["request_id"] == reply.headers["X-Request-Id"]
+    return body
+
+
+async def unseal_with(client: TestClient, keys: list[str]) -> Reply:
+    """Submit ``keys`` one by one; returns the last seal status reply."""
+    reply: Reply | None = None
+    for key in keys:
+        reply = await call(client, "PUT", "/v1/sys/unseal", json_body={"key": key})
+        assert reply.status == 200, str(reply)
+    assert reply is not None
+    return reply
