@@ -62,12 +62,20 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(500, ["internal error"])
 
 
+#: Methods counted under their own name; any other token a client sends is counted as
+#: OTHER, so clients cannot create an unbounded number of metric series.
+_METHOD_LABELS = frozenset(
+    {"GET", "HEAD", "PUT", "POST", "DELETE", "LIST", "PATCH", "OPTIONS", "HELP"}
+)
+
+
 @web.middleware
 async def observe_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     started = time.perf_counter()
     response = await handler(request)
     core = request.app[CORE]
-    core.metrics.requests.labels(request.method, str(response.status)).inc()
+    method = request.method if request.method in _METHOD_LABELS else "OTHER"
+    core.metrics.requests.labels(method, str(response.status)).inc()
     log.info(
         "request",
         extra={

@@ -19,6 +19,7 @@ make it conditional (``expect``) to stay safe.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -151,7 +152,7 @@ class RaftBackend:
     def leader(self) -> Server | None:
         return self.membership.leader()
 
-    def configuration(self) -> list[Server]:
+    def configuration(self) -> builtins.list[Server]:
         return self.membership.configuration()
 
     def status(self) -> dict[str, Any]:
@@ -256,7 +257,9 @@ class RaftBackend:
         )
 
     async def _await_attempt(
-        self, current: asyncio.Future[tuple[Any, int]], pending: set[asyncio.Future[tuple[Any, int]]]
+        self,
+        current: asyncio.Future[tuple[Any, int]],
+        pending: set[asyncio.Future[tuple[Any, int]]],
     ) -> Result | str:
         """The first success among all attempts so far, or why ``current`` failed."""
         loop = asyncio.get_running_loop()

@@ -157,7 +157,9 @@ def _expect(value: object, *, required: bool) -> int | None:
     if value is None and not required:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise CommandError("expect must be a non-negative integer" + ("" if required else " or null"))
+        raise CommandError(
+            "expect must be a non-negative integer" + ("" if required else " or null")
+        )
     return value
 
 

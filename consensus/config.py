@@ -13,7 +13,6 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
 from typing import Any, NoReturn
 
 from cryptography.hazmat.primitives import hashes
@@ -95,6 +94,7 @@ class RaftConfig:
     connection_timeout: float = 2.0
     reconnect_interval: float = 0.5
     leader_step_down_timeout: float = 1.5
+    #: Keep-alive traffic between all peers; 0 disables (only for measuring its effect).
     ping_interval: float = 0.25
     #: Per attempt, for every write; a silent callback never hangs a caller.
     request_timeout: float = 3.0
@@ -107,7 +107,10 @@ class RaftConfig:
         self.validate()
 
     def validate(self) -> None:
-        if not isinstance(self.cluster_secret, bytes) or len(self.cluster_secret) < _MIN_SECRET_BYTES:
+        if (
+            not isinstance(self.cluster_secret, bytes)
+            or len(self.cluster_secret) < _MIN_SECRET_BYTES
+        ):
             raise RaftConfigError(
                 f"cluster_secret must be at least {_MIN_SECRET_BYTES} bytes of key material; "
                 "the Raft transport never runs without a password"
@@ -131,7 +134,7 @@ class RaftConfig:
             raise RaftConfigError("connection_timeout must be at least election_timeout_max")
         if self.leader_step_down_timeout <= self.heartbeat_interval:
             raise RaftConfigError("leader_step_down_timeout must exceed heartbeat_interval")
-        if self.ping_interval * 2 > self.connection_timeout:
+        if self.ping_interval < 0 or self.ping_interval * 2 > self.connection_timeout:
             raise RaftConfigError("ping_interval must be at most half of connection_timeout")
         if self.request_timeout <= 0 or self.request_attempts < 1:
             raise RaftConfigError("request_timeout and request_attempts must be positive")
@@ -144,10 +147,6 @@ class RaftConfig:
     def tick_interval(self) -> float:
         """How long one tick may wait for network events (heartbeats need ~2 per period)."""
         return self.heartbeat_interval / 2
-
-    @property
-    def raft_dir(self) -> Path:
-        return Path(self.data_dir)
 
 
 def _replaced_hook(*_: Any) -> NoReturn:

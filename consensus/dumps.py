@@ -97,7 +97,7 @@ class SnapshotStore:
         self._state.load(image)
         return None, raft.last, raft.prev, [TCPNode(address) for address in raft.cluster]
 
-    def serialize(self, data: tuple[Any, Any, Any, Any], id: int) -> None:  # noqa: A002
+    def serialize(self, data: tuple[Any, Any, Any, Any], id: int) -> None:
         if self._writer is not None:
             return
         _, last, prev, cluster = data
@@ -114,7 +114,7 @@ class SnapshotStore:
         )
         self._writer.start()
 
-    def checkSerializing(self) -> tuple[int, int | None]:  # noqa: N802
+    def checkSerializing(self) -> tuple[int, int | None]:
         writer = self._writer
         if writer is None:
             return SERIALIZER_STATE.NOT_SERIALIZING, None
@@ -127,7 +127,7 @@ class SnapshotStore:
         self._close_outgoing()  # followers restart from the new dump
         return SERIALIZER_STATE.SUCCESS, self._serialize_id
 
-    def getTransmissionData(self, transmissionID: Any) -> Any:  # noqa: N802, N803
+    def getTransmissionData(self, transmissionID: Any) -> Any:
         if self._writer is not None:
             return None  # the file is about to change; pysyncobj retries later
         current = self._outgoing.get(transmissionID)
@@ -152,7 +152,7 @@ class SnapshotStore:
             self._outgoing[transmissionID] = (stream, sent + len(data))
         return data, sent == 0, is_last
 
-    def setTransmissionData(self, data: Any) -> bool:  # noqa: N802
+    def setTransmissionData(self, data: Any) -> bool:
         if not (isinstance(data, tuple) and len(data) == 3 and isinstance(data[0], bytes)):
             return False
         chunk, is_first, is_last = data
@@ -176,7 +176,7 @@ class SnapshotStore:
             self._drop_incoming()
             return False
 
-    def cancelTransmisstion(self, id: Any) -> None:  # noqa: N802, A002 (library spelling)
+    def cancelTransmisstion(self, id: Any) -> None:
         current = self._outgoing.pop(id, None)
         if current is not None:
             current[0].close()
@@ -199,13 +199,17 @@ class SnapshotStore:
             side.unlink(missing_ok=True)
             return False
         image, raft = loaded
-        if self._journal.term_at(raft.index) == raft.last[2] or raft.index < self._state.applied_index:
+        if (
+            self._journal.term_at(raft.index) == raft.last[2]
+            or raft.index < self._state.applied_index
+        ):
             log.warning("ignoring a snapshot at %d: this node already holds it", raft.index)
             side.unlink(missing_ok=True)
             return False
         os.replace(side, self._path)
         fsync_dir(self._path.parent)
         self._loaded = (image, raft)
+        log.info("installed a snapshot at index %d from the leader", raft.index)
         return True
 
     def _write(self, image: StateImage, raft: RaftPoint) -> None:

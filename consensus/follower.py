@@ -101,16 +101,21 @@ def reconcile(
         # pysyncobj deletes after `matched` only if something conflicts there.
         verified = rest[-1][1]
         truncates = rest[0][1] if rest[0][1] <= last else None
-        rewritten = dict(message, prevLogIdx=matched, prevLogTerm=log.term_at(matched), entries=rest)
+        rewritten = dict(
+            message, prevLogIdx=matched, prevLogTerm=log.term_at(matched), entries=rest
+        )
         rewritten["commit_index"] = min(commit, verified)
         return Reconciled(rewritten, None, truncates)
-    if last == matched:
-        return Reconciled(dict(message, commit_index=min(commit, matched)))
-    # Entries beyond what the message covers: keep them all. They match the
-    # leader if the last one is of the leader's term (Log Matching), else they
-    # are unverified and the reply may only claim what the message proved.
+    # Everything in the message is already here: present it as a heartbeat at
+    # our last entry so pysyncobj deletes nothing. Entries beyond the message
+    # match the leader if the last one is of the leader's term (Log Matching);
+    # otherwise they are unverified and the reply may only claim `matched`.
     verified = last if log.term_at(last) == message["term"] else matched
     rewritten = dict(
-        message, prevLogIdx=last, prevLogTerm=log.term_at(last), entries=[], commit_index=min(commit, verified)
+        message,
+        prevLogIdx=last,
+        prevLogTerm=log.term_at(last),
+        entries=[],
+        commit_index=min(commit, verified),
     )
-    return Reconciled(rewritten, verified + 1)
+    return Reconciled(rewritten, None if verified == last else verified + 1)

@@ -21,11 +21,13 @@ Files are created 0600; the directory is the caller's (0700).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,9 +94,14 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         self._entries: list[JournalEntry] = []
         self._offsets: list[int] = []  # file offset of each record
         self._dirty = False
+        #: The first I/O error; after it the journal refuses all writes (fail-stop:
+        #: after a failed fsync the page cache state is unknown, see "fsyncgate").
+        self.broken: OSError | None = None
         self._meta: dict[str, Any] = self._read_meta()
         self._meta_dirty = False
         self._fd = self._open_and_load()
+        #: Every entry up to this index is known to be on disk.
+        self.synced_index = self._entries[-1][1] if self._entries else 0
 
     # -- opening -----------------------------------------------------------
 
@@ -144,10 +151,21 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
 
     # -- pysyncobj's Journal interface ---------------------------------------
 
+    @contextlib.contextmanager
+    def _io(self) -> Iterator[None]:
+        if self.broken is not None:
+            raise OSError(f"raft journal unusable after an I/O error: {self.broken}")
+        try:
+            yield
+        except OSError as exc:
+            self.broken = exc
+            raise
+
     def add(self, command: bytes | str, idx: int, term: int) -> None:
         raw = command if isinstance(command, bytes) else command.encode("utf-8")
         record = _record(raw, idx, term)
-        write_all(self._fd, record, self._end)
+        with self._io():
+            write_all(self._fd, record, self._end)
         self._entries.append((raw, idx, term))
         self._offsets.append(self._end)
         self._end += len(record)
@@ -156,10 +174,10 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
     def clear(self) -> None:
         self._truncate_at(0)
 
-    def deleteEntriesFrom(self, entryFrom: int) -> None:  # noqa: N802, N803 (library API)
+    def deleteEntriesFrom(self, entryFrom: int) -> None:
         self._truncate_at(max(entryFrom, 0))
 
-    def deleteEntriesTo(self, entryTo: int) -> None:  # noqa: N802, N803 (library API)
+    def deleteEntriesTo(self, entryTo: int) -> None:
         """Drop entries before position ``entryTo`` by writing a new file."""
         keep = self._entries[entryTo:]
         tmp = self._path.with_name(self._path.name + ".compact")
@@ -171,16 +189,18 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
             chunks.append(record)
             end += len(record)
         try:
-            write_all(fd, b"".join(chunks))
-            os.fsync(fd)
-            os.replace(tmp, self._path)
-            fsync_dir(self._path.parent)
+            with self._io():
+                write_all(fd, b"".join(chunks))
+                os.fsync(fd)
+                os.replace(tmp, self._path)
+                fsync_dir(self._path.parent)
         except BaseException:
             os.close(fd)
             raise
         os.close(self._fd)
         self._fd, self._entries, self._offsets, self._end = fd, keep, offsets, end
         self._dirty = False
+        self.synced_index = keep[-1][1] if keep else 0
 
     def __getitem__(self, item: int | slice) -> Any:
         return self._entries[item]
@@ -198,30 +218,30 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
             os.close(self._fd)
             self._fd = -1
 
-    def setRaftCommitIndex(self, raftCommitIndex: int) -> None:  # noqa: N802, N803
+    def setRaftCommitIndex(self, raftCommitIndex: int) -> None:
         if self._meta.get("commit_index") != raftCommitIndex:
             self._meta["commit_index"] = raftCommitIndex
             self._meta_dirty = True
 
-    def getRaftCommitIndex(self) -> int:  # noqa: N802
+    def getRaftCommitIndex(self) -> int:
         # Never claim more than the log holds (an entry lost before its sync).
         last = self._entries[-1][1] if self._entries else 1
         return min(int(self._meta.get("commit_index", 1)), last)
 
-    def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:  # noqa: N802, N803
+    def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:
         # Raft: term and vote must be durable before the vote is sent.
         self._meta["term"] = term
         self._meta["voted_for"] = votedForNodeId
         self._store_meta()
 
-    def getCurrentTerm(self) -> int:  # noqa: N802
+    def getCurrentTerm(self) -> int:
         return int(self._meta.get("term", 0))
 
-    def getVotedForNodeId(self) -> str | None:  # noqa: N802
+    def getVotedForNodeId(self) -> str | None:
         voted = self._meta.get("voted_for")
         return voted if isinstance(voted, str) else None
 
-    def onOneSecondTimer(self) -> None:  # noqa: N802
+    def onOneSecondTimer(self) -> None:
         self._store_meta_if_dirty()
 
     # -- ours ------------------------------------------------------------------
@@ -230,8 +250,10 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         """fdatasync everything written since the last call; True if it did."""
         if not self._dirty:
             return False
-        os.fdatasync(self._fd)
+        with self._io():
+            os.fdatasync(self._fd)
         self._dirty = False
+        self.synced_index = self._entries[-1][1] if self._entries else 0
         return True
 
     @property
@@ -260,15 +282,18 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
     def _truncate_at(self, position: int) -> None:
         if position >= len(self._entries):
             return
+        with self._io():
+            os.ftruncate(self._fd, self._offsets[position])
         self._end = self._offsets[position]
-        os.ftruncate(self._fd, self._end)
         del self._entries[position:]
         del self._offsets[position:]
         self._dirty = True
+        self.synced_index = min(self.synced_index, self._entries[-1][1] if self._entries else 0)
 
     def _store_meta(self) -> None:
         payload = json.dumps(self._meta, separators=(",", ":")).encode("utf-8")
-        write_file_atomically(self._meta_path, payload)
+        with self._io():
+            write_file_atomically(self._meta_path, payload)
         self._meta_dirty = False
 
     def _store_meta_if_dirty(self) -> None:

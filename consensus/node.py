@@ -19,6 +19,7 @@ the table (strict vs relaxed, window 1 and 64).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import logging
@@ -69,7 +70,9 @@ def _check_bindable(address: str) -> None:
     host, _, port = address.rpartition(":")
     host = host.strip("[]")
     try:
-        family, kind, proto, _, sockaddr = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0]
+        family, kind, proto, _, sockaddr = socket.getaddrinfo(
+            host, int(port), type=socket.SOCK_STREAM
+        )[0]
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(sockaddr)
@@ -151,7 +154,12 @@ class RaftNode:
             while not self._stop.is_set():
                 if self._strict:
                     self._journal.sync()
-                self._obj.doTick(self.config.tick_interval)
+                try:
+                    self._obj.doTick(self.config.tick_interval)
+                except Exception:
+                    if self._journal.broken is not None:
+                        raise  # never run on after a failed journal write
+                    log.exception("raft tick failed; continuing")
                 self._after_tick()
         except Exception as exc:
             self.failure = f"raft node stopped: {exc!r}"
@@ -203,7 +211,7 @@ class RaftNode:
             except queue.Empty:
                 break
             call()
-        if now >= self._next_ping:
+        if self.config.ping_interval and now >= self._next_ping:
             transport.ping_peers()
             self._next_ping = now + self.config.ping_interval
         if now >= self._next_status:
@@ -222,17 +230,13 @@ class RaftNode:
         return self._transport
 
     def _wake(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # a full pipe is already a wake-up
             os.write(self._wake_w, b"x")
-        except (BlockingIOError, OSError):
-            pass  # already awake, or closed
 
     def _drain_wake(self, descr: int, event: int) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError):
             while os.read(self._wake_r, 4096):
                 pass
-        except BlockingIOError:
-            pass
 
     # -- thread-safe API -----------------------------------------------------------
 

@@ -173,7 +173,9 @@ def decode_snapshot(lines: Iterable[bytes]) -> tuple[StateImage, RaftPoint | Non
         digest.update(line)
         if header is None:
             if obj.get("format") != FORMAT or obj.get("v") != FORMAT_VERSION:
-                raise SnapshotError(f"unknown snapshot format {obj.get('format')!r}/{obj.get('v')!r}")
+                raise SnapshotError(
+                    f"unknown snapshot format {obj.get('format')!r}/{obj.get('v')!r}"
+                )
             header = obj
         elif "kv" in obj:
             _decode_kv(obj["kv"], data)

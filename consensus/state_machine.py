@@ -21,7 +21,7 @@ from typing import Any
 
 from pysyncobj import SyncObj, SyncObjConf, replicated
 
-from consensus.commands import CommandError, Rejected, decode_command, encode_result
+from consensus.commands import Command, CommandError, Rejected, decode_command, encode_result
 from consensus.state import ChangeSet, KVState
 
 __all__ = ["Listener", "ReplicatedStore"]
@@ -51,9 +51,10 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    @replicated  # type: ignore[misc]  # untyped decorator
+    @replicated  # type: ignore[untyped-decorator]
     def apply(self, blob: bytes) -> bytes:
         index = self.raftLastApplied + 1
+        command: Command | Rejected
         try:
             command = decode_command(blob)
         except (CommandError, TypeError) as exc:

@@ -14,7 +14,7 @@ from typing import Any
 from consensus.backend import RaftBackend
 from consensus.config import RaftConfig
 
-__all__ = ["TEST_TIMERS", "free_port", "open_single_node", "make_config"]
+__all__ = ["TEST_TIMERS", "free_port", "make_config", "open_single_node"]
 
 #: Fast timers for loopback tests (election after 40-80 ms of silence).
 TEST_TIMERS: dict[str, Any] = {
@@ -24,6 +24,7 @@ TEST_TIMERS: dict[str, Any] = {
     "connection_timeout": 0.5,
     "leader_step_down_timeout": 0.5,
     "ping_interval": 0.1,
+    "reconnect_interval": 0.1,
 }
 
 

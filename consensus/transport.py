@@ -38,9 +38,9 @@ PING = "coffer_ping"
 class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyped
     def __init__(
         self,
-        syncObj: Any,  # noqa: N803 (library signature)
-        selfNode: Any,  # noqa: N803
-        otherNodes: Any,  # noqa: N803
+        syncObj: Any,
+        selfNode: Any,
+        otherNodes: Any,
         *,
         journal: DurableJournal,
         defer_acks: bool,
@@ -54,7 +54,7 @@ class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyp
 
     # -- incoming ------------------------------------------------------------------
 
-    def _onMessageReceived(self, node: Any, message: Any) -> None:  # noqa: N802
+    def _onMessageReceived(self, node: Any, message: Any) -> None:
         if not isinstance(message, dict):
             return
         kind = message.get("type")
@@ -85,7 +85,7 @@ class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyp
         finally:
             self._reply_fix = None
 
-    def _onUtilityMessage(self, conn: Any, message: Any) -> bool:  # noqa: N802
+    def _onUtilityMessage(self, conn: Any, message: Any) -> bool:
         log.warning("refused a syncobj_admin command on the raft port")
         conn.disconnect()
         return True

@@ -6,7 +6,6 @@ with ``-format=json`` stdout is either one JSON document or empty.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,13 +131,3 @@ def read_input(ctx: Context, source: str, what: str) -> str:
         return Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         raise CliError(f"Error reading {what} from {source}: {exc.strerror or exc}") from None
-
-
-def positional_count(args: argparse.Namespace, name: str, low: int, high: int) -> list[str]:
-    """The list positional ``name`` after checking Vault-style argument counts."""
-    values: list[str] = list(getattr(args, name) or [])
-    if len(values) < low:
-        raise UsageError(f"Error: not enough arguments (expected {low}, got {len(values)})")
-    if len(values) > high:
-        raise UsageError(f"Error: too many arguments (expected {high}, got {len(values)})")
-    return values

@@ -56,6 +56,8 @@ class _CommentLexer(Lexer):  # type: ignore[misc]
 
     def t_COMMENT(self, t: Any) -> Any:
         r"(\#|(//)).*"
+        if "COMMENT" not in self.can_export_comments:
+            return None
         t.value = t.value.rstrip()
         return t
 

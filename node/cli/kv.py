@@ -109,9 +109,8 @@ def _detect(ctx: Context, path: str) -> tuple[str, int]:
         data = (response or {}).get("data")
         if isinstance(data, dict) and data:
             mount = data.get("path")
-            return (mount_path(mount) if isinstance(mount, str) and mount else first), kv_version(
-                data
-            )
+            found = mount_path(mount) if isinstance(mount, str) and mount else first
+            return found, kv_version(data)
     try:
         response = ctx.send("GET", "/v1/sys/mounts", wrap=False)
     except ApiError as exc:

@@ -78,12 +78,15 @@ class Core:
         self.cluster_name = ""
         self.cluster_id = ""
         self.started_at = time.time()
+        self._serving = False
 
     # -- lifecycle ------------------------------------------------------------
 
     @property
     def sealed(self) -> bool:
-        return self.barrier.sealed
+        """Sealed to clients until unseal has fully finished (mounts loaded),
+        and during ``initialize``, which unseals only to write the first state."""
+        return self.barrier.sealed or not self._serving
 
     async def initialized(self) -> bool:
         return await self.lifecycle.initialized()
@@ -91,7 +94,7 @@ class Core:
     async def initialize(self, shares: int, threshold: int) -> InitOutput:
         keys_hex, keys_b64, root_key = await self.lifecycle.initialize(shares, threshold)
         try:
-            await self._post_unseal()
+            await self._post_unseal(serve=False)
             root_token, _ = await self.tokens.create_root()
         finally:
             await self.seal()
@@ -110,6 +113,7 @@ class Core:
         return await self.seal_status()
 
     async def seal(self) -> None:
+        self._serving = False
         await self.expiration.stop()
         self.policies.invalidate()
         self.router.clear()
@@ -118,7 +122,7 @@ class Core:
         self.metrics.unsealed.set(0)
         log.info("sealed", extra={"event": "core.sealed"})
 
-    async def _post_unseal(self) -> None:
+    async def _post_unseal(self, serve: bool = True) -> None:
         cluster = await BarrierView(self.barrier, "core/").get_json("cluster")
         if cluster is None:
             cluster = {
@@ -130,7 +134,8 @@ class Core:
         await self.mounts.load()
         await self.policies.ensure_default()
         await self.expiration.start()
-        self.metrics.unsealed.set(1)
+        self._serving = serve
+        self.metrics.unsealed.set(1 if serve else 0)
         log.info("unsealed", extra={"event": "core.unsealed"})
 
     async def seal_status(self) -> SealStatus:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
+
+from node.physical.base import Entry, TxnOp
+from node.physical.inmem import InmemBackend
 
 ENVELOPE_KEYS = {
     "request_id",
@@ -109,3 +114,28 @@ async def unseal_with(client: TestClient, keys: list[str]) -> Reply:
         assert reply.status == 200, str(reply)
     assert reply is not None
     return reply
+
+
+class YieldingBackend(InmemBackend):
+    """In-memory storage that yields to the event loop on every call, as real storage
+    does, so concurrent requests interleave at every storage access."""
+
+    async def get(self, key: str) -> Entry | None:
+        await asyncio.sleep(0)
+        return await super().get(key)
+
+    async def put(self, key: str, value: bytes) -> int:
+        await asyncio.sleep(0)
+        return await super().put(key, value)
+
+    async def delete(self, key: str) -> None:
+        await asyncio.sleep(0)
+        await super().delete(key)
+
+    async def list(self, prefix: str) -> list[str]:
+        await asyncio.sleep(0)
+        return await super().list(prefix)
+
+    async def commit(self, ops: Sequence[TxnOp]) -> int:
+        await asyncio.sleep(0)
+        return await super().commit(ops)

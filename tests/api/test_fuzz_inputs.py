@@ -175,7 +175,19 @@ RAW_BODIES: list[bytes] = [
     b'{"data": ' + b"[" * 990 + b"]" * 990 + b"}",
     b"\x00" * 10,
     b" \r\n\t ",
+    # bodies that are only meaningful as forms (sent with both content types below)
+    b"a=%zz",
+    b"key=%ff%fe",
+    b"=x&&&=",
+    b"versions=1&versions=x&versions=",
+    b"max_versions=" + b"9" * 5000,
+    b"data=x&options=y&version=-1",
+    b"secret_shares=1&secret_threshold=1&pgp_keys=a",
+    b"reset=maybe&key=",
+    b"otp=" + "é".encode() * 28,
+    b"type=kv&config=x&options=%00",
 ]
+FORM = "application/x-www-form-urlencoded"
 
 QUERY_VALUES = ["", "x", "-1", "0", "1.5", "true", "9" * 5000, "é", "\u0000", "1e3", "²", "%ff"]
 QUERY_NAMES = ["version", "format", "list", "help", "standbyok", "activecode", "cas", "nonce"]
@@ -298,6 +310,9 @@ async def test_raw_bodies(harness: Harness, endpoint: Endpoint) -> None:
         for method in ("PUT", "POST", "PATCH"):
             await harness.send(method, endpoint.path, data=body)
         await harness.send("PUT", endpoint.path, data=body, headers={})
+        form = {**harness.auth, "Content-Type": FORM}
+        await harness.send("PUT", endpoint.path, data=body, headers=form)
+        await harness.send("POST", endpoint.path, data=body, headers=form)
         merge = {**harness.auth, "Content-Type": "application/merge-patch+json"}
         await harness.send("PATCH", endpoint.path, data=body, headers=merge)
         await harness.send("GET", endpoint.path, data=body)
@@ -318,6 +333,7 @@ async def test_methods_and_queries(harness: Harness, endpoint: Endpoint) -> None
     for name in QUERY_NAMES:
         for value in QUERY_VALUES:
             await harness.send("GET", endpoint.path, params={name: value})
+        for value in ("", "x", "9" * 5000):
             await harness.send("LIST", endpoint.path, params={name: value})
             await harness.send("DELETE", endpoint.path, params={name: value})
     harness.report()

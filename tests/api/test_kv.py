@@ -4,7 +4,7 @@ versions enabled through ``sys/mounts``, including concurrent writers."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,9 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from api.app import create_app
 from node.core.core import Core
-from node.physical.base import Entry, TxnOp
-from node.physical.inmem import InmemBackend
-from tests.api.helpers import Reply, assert_envelope, assert_error, call
+from tests.api.helpers import Reply, YieldingBackend, assert_envelope, assert_error, call
 from tests.conftest import DevServer
 
 INVALID_PATH = "Invalid path for a versioned K/V secrets engine"
@@ -556,27 +554,6 @@ async def test_concurrent_writes_with_every_version_kept(kv: Kv) -> None:
         assert reply.status == 200, str(reply)
         seen.add(reply.data["data"]["writer"])
     assert seen == set(range(WRITERS)), "every writer's data is stored under its own version"
-
-
-class YieldingBackend(InmemBackend):
-    """In-memory storage that yields to the event loop on every call, so concurrent
-    requests really interleave between reading metadata and committing."""
-
-    async def get(self, key: str) -> Entry | None:
-        await asyncio.sleep(0)
-        return await super().get(key)
-
-    async def put(self, key: str, value: bytes) -> int:
-        await asyncio.sleep(0)
-        return await super().put(key, value)
-
-    async def list(self, prefix: str) -> list[str]:
-        await asyncio.sleep(0)
-        return await super().list(prefix)
-
-    async def commit(self, ops: Sequence[TxnOp]) -> int:
-        await asyncio.sleep(0)
-        return await super().commit(ops)
 
 
 @pytest.fixture

@@ -142,3 +142,14 @@ async def test_metrics_while_sealed_are_503(dev: DevServer) -> None:
     )
 
     assert_error(reply, 503)
+
+
+async def test_unknown_methods_share_one_metric_series(dev: DevServer) -> None:
+    for n in range(20):
+        reply = await call(dev.client, f"FOO{n}", "/v1/secret/data/x", headers=dev.auth)
+        assert reply.status == 405
+
+    counts = await _prometheus(dev)
+
+    assert not [method for method, _ in counts if method.startswith("FOO")]
+    assert counts[("OTHER", "405")] == 20

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 
+from api.app import create_app
 from node.core.core import Core
 from tests.api.conftest import SHARES, THRESHOLD, Shamir
-from tests.api.helpers import assert_error, call, unseal_with
+from tests.api.helpers import YieldingBackend, assert_error, call, unseal_with
 from tests.conftest import DevServer
 
 SEAL_STATUS_KEYS = {"type", "initialized", "sealed", "t", "n", "progress", "nonce", "version"}
@@ -532,3 +534,53 @@ async def test_seal_with_a_malformed_body_is_400_and_does_not_seal(unsealed: Sha
 
     assert_error(reply, 400)
     assert not unsealed.core.sealed
+
+
+# -- concurrency --------------------------------------------------------------------------
+
+
+async def test_concurrent_init_initialises_once(fresh_client: tuple[Core, TestClient]) -> None:
+    _, client = fresh_client
+    body = {"secret_shares": 3, "secret_threshold": 2}
+
+    replies = await asyncio.gather(*(_init(client, body) for _ in range(5)))
+
+    assert sorted(r.status for r in replies) == [200, 400, 400, 400, 400]
+    for reply in replies:
+        if reply.status == 400:
+            assert_error(reply, 400, "already initialized")
+    winner = next(r for r in replies if r.status == 200).body
+    assert (await unseal_with(client, winner["keys"][:2])).body["sealed"] is False
+
+
+async def test_concurrent_unseal_shares(shamir: Shamir) -> None:
+    replies = await asyncio.gather(*(_unseal(shamir.client, {"key": k}) for k in shamir.keys))
+
+    assert all(r.status == 200 for r in replies), [str(r) for r in replies]
+    assert not shamir.core.sealed
+    status = await _seal_status(shamir.client)
+    assert (status["sealed"], status["progress"]) == (False, 0)
+
+
+async def test_concurrent_duplicate_share_counts_once(shamir: Shamir) -> None:
+    replies = await asyncio.gather(
+        *(_unseal(shamir.client, {"key": shamir.keys[0]}) for _ in range(4))
+    )
+
+    assert sorted(r.status for r in replies) == [200, 400, 400, 400]
+    assert (await _seal_status(shamir.client))["progress"] == 1
+
+
+async def test_core_never_looks_unsealed_during_init() -> None:
+    core = Core(YieldingBackend())
+    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
+    await client.start_server()
+    try:
+        init = asyncio.create_task(_init(client, {"secret_shares": 1, "secret_threshold": 1}))
+        health: set[int] = set()
+        while not init.done():
+            health.add((await call(client, "GET", "/v1/sys/health")).status)
+        assert init.result().status == 200
+        assert 200 not in health, "sys/health reported an active, unsealed node during init"
+    finally:
+        await client.close()

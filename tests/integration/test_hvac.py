@@ -464,12 +464,6 @@ def test_mounts(root: hvac.Client) -> None:
     assert auth["token/"]["type"] == "token"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="node/engines/system/mounts.py: sys/remount answers a migration_id but "
-    "GET sys/remount/status/<migration_id> is 404 'unsupported path'; the Vault CLI's "
-    "`secrets move` polls it for migration_info.status == 'success'",
-)
 def test_move_backend_status(root: hvac.Client) -> None:
     root.sys.enable_secrets_engine("kv", path="hvac-s1", options={"version": "1"})
     moved = root.sys.move_backend("hvac-s1", "hvac-s2")

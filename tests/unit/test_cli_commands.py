@@ -182,7 +182,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-# --- operator init -------------------------------------------------------------------------
+# --- operator init -------------------------------------------------------------------------------
 
 INIT_RESPONSE = {
     "keys": ["aa", "bb", "cc"],
@@ -247,7 +247,7 @@ def test_init_status(
     assert server.only().method == "GET"
 
 
-# --- operator unseal / seal ----------------------------------------------------------------
+# --- operator unseal / seal ----------------------------------------------------------------------
 
 
 def test_unseal_with_key_prints_seal_status(
@@ -352,7 +352,7 @@ def test_address_flag_beats_env(
     assert run(capsys, "status", f"-address={server.address}")[0] == 0
 
 
-# --- status --------------------------------------------------------------------------------
+# --- status --------------------------------------------------------------------------------------
 
 
 def test_status_unsealed_exits_0(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
@@ -387,7 +387,7 @@ def test_status_error_exits_1(server: FakeServer, capsys: pytest.CaptureFixture[
     assert "Code: 500. Errors:\n\n* boom" in err
 
 
-# --- generate-root -------------------------------------------------------------------------
+# --- generate-root -------------------------------------------------------------------------------
 
 ATTEMPT = "/v1/sys/generate-root/attempt"
 UPDATE = "/v1/sys/generate-root/update"
@@ -484,7 +484,7 @@ def test_generate_root_full_flow_decodes(
     assert decode_token(json.loads(out)["encoded_token"], otp) == "hvs.NEWROOTTOKEN1234567890ab"
 
 
-# --- read / write / delete / list ----------------------------------------------------------
+# --- read / write / delete / list ----------------------------------------------------------------
 
 
 def test_write_key_values_file_and_stdin(
@@ -586,7 +586,7 @@ def test_warnings_go_to_stderr(server: FakeServer, capsys: pytest.CaptureFixture
     assert "deprecated" not in out
 
 
-# --- errors and transport ------------------------------------------------------------------
+# --- errors and transport ------------------------------------------------------------------------
 
 
 def test_api_error_output(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
@@ -658,7 +658,7 @@ def test_plain_http_server_with_https_address(
     assert "server gave HTTP response to HTTPS client" in err
 
 
-# --- TLS -----------------------------------------------------------------------------------
+# --- TLS -----------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -703,3 +703,37 @@ def test_tls_with_ca_flag_env_or_skip_verify(
     code, _, err = run(capsys, "status", address)
     assert code == 1
     assert "could not load CA certificates" in err
+
+
+# --- generic commands: query data, warnings on 404 ------------------------------------------------
+
+
+def test_read_and_delete_send_pairs_as_the_query(
+    server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.on("GET", "/v1/secret/data/app?version=2&x=a+b", {"data": {"k": "v"}})
+    server.on("DELETE", "/v1/secret/app?soft=true", None, status=204)
+    assert run(capsys, "read", "secret/data/app", "version=2", "x=a b")[0] == 0
+    assert run(capsys, "delete", "secret/app", "soft=true")[0] == 0
+    assert server.calls() == [
+        ("GET", "/v1/secret/data/app?version=2&x=a+b"),
+        ("DELETE", "/v1/secret/app?soft=true"),
+    ]
+
+
+def test_read_404_warnings_are_shown(
+    server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warning = "Invalid path for a versioned K/V secrets engine."
+    server.on("GET", "/v1/secret/app", {"data": None, "warnings": [warning]}, status=404)
+    code, out, err = run(capsys, "read", "secret/app")
+    assert (code, out) == (2, "")
+    assert f"* {warning}" in err
+    assert err.endswith("No value found at secret/app\n")
+
+
+def test_write_json_mode_prints_nothing_for_an_empty_response(
+    server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.on("PUT", "/v1/secret/app", None, status=204)
+    assert run(capsys, "write", "-format=json", "secret/app", "a=1") == (0, "", "")

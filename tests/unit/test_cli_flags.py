@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from node.cli.flags import parse_duration
 from node.cli.main import build_parser, main
 
 
@@ -122,3 +123,39 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.startswith("Coffer v")
     assert main(["-version"]) == 0
     assert capsys.readouterr().out.startswith("Coffer v")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90", 90), ("90s", 90), ("1h30m", 5400), ("1.5h", 5400), ("2d", 172800), ("500ms", 0)],
+)
+def test_parse_duration(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "-5m", "1x", "h"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration(text)
+
+
+def test_wrap_ttl_is_a_global_flag() -> None:
+    for command in (["read", "p"], ["kv", "get", "p"], ["secrets", "list"], ["token", "lookup"]):
+        assert parse(*command, "-wrap-ttl=5m")["wrap_ttl"] == "5m"
+
+
+def test_positional_token_arguments_do_not_replace_the_client_token() -> None:
+    args = parse("token", "lookup", "-token=client", "subject-token")
+    assert (args["token"], args["subject"]) == ("client", "subject-token")
+    args = parse("login", "new-token")
+    assert (args["token"], args["subject"]) == (None, "new-token")
+
+
+def test_data_may_follow_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    from node.cli.main import _parse
+
+    args = _parse(build_parser(), ["write", "p", "a=1", "-force", "b=2", "-"])
+    assert args.data == ["a=1", "b=2", "-"]
+    assert main(["write", "p", "a=1", "-force", "-bogus"]) == 2
+    assert "unrecognized arguments: -bogus" in capsys.readouterr().err
+    assert main(["status", "extra"]) == 2

@@ -59,7 +59,7 @@ def mount(
     )
 
 
-# --- version detection ----------------------------------------------------------------------
+# --- version detection ---------------------------------------------------------------------------
 
 
 def test_preflight_is_the_ui_mounts_endpoint_and_never_wrapped(
@@ -139,7 +139,7 @@ def test_mount_flag_makes_the_path_relative(
     assert server.calls()[0] == ("GET", "/v1/sys/internal/ui/mounts/secret")
 
 
-# --- get --------------------------------------------------------------------------------------
+# --- get -----------------------------------------------------------------------------------------
 
 
 def test_get_table_like_vault(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
@@ -221,7 +221,7 @@ def test_get_v1(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, err) == (2, "Error: -version is not supported on KV version 1\n")
 
 
-# --- put / patch --------------------------------------------------------------------------------
+# --- put / patch ---------------------------------------------------------------------------------
 
 WRITTEN = {"request_id": "r-2", "data": META, "wrap_info": None, "warnings": None, "auth": None}
 
@@ -388,7 +388,7 @@ def test_list(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, err) == (2, "No value found at secret/metadata/empty\n")
 
 
-# --- metadata ----------------------------------------------------------------------------------
+# --- metadata ------------------------------------------------------------------------------------
 
 METADATA: dict[str, Any] = {
     "data": {

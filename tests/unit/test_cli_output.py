@@ -7,7 +7,20 @@ from typing import Any
 import pytest
 
 from node.cli.generate_root import status_rows
-from node.cli.output import columns, format_value, human_duration, secret_rows, table
+from node.cli.output import (
+    MISSING,
+    columns,
+    field_text,
+    format_value,
+    grid,
+    header_for_map,
+    human_duration,
+    pad_equal_signs,
+    raw_field,
+    secret_rows,
+    table,
+    ttl_value,
+)
 from node.cli.status import seal_status_rows
 
 UNSEALED: dict[str, Any] = {
@@ -130,3 +143,73 @@ def test_generate_root_status_rows() -> None:
         "OTP           abc",
         "OTP Length    28",
     ]
+
+
+def test_grid_aligns_any_number_of_columns() -> None:
+    text = grid(("Path", "Type", "Description"), [["a/", "kv", ""], ["long/path/", "x", "d"]])
+    assert text.splitlines() == [
+        "Path          Type    Description",
+        "----          ----    -----------",
+        "a/            kv      n/a",
+        "long/path/    x       d",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("title", "width", "text"),
+    [
+        ("Secret Path", 15, "= Secret Path ="),
+        ("Secret Path", 16, "== Secret Path =="),  # odd counts round up
+        ("Secret Path", 5, "== Secret Path =="),  # never fewer than two a side
+    ],
+)
+def test_pad_equal_signs(title: str, width: int, text: str) -> None:
+    assert pad_equal_signs(title, width) == text
+
+
+def test_header_for_map_counts_nested_keys() -> None:
+    assert header_for_map("Data", {"foo": "bar"}) == "=== Data ==="
+    assert header_for_map("Data", {"a": {"longer_key": 1}}) == "======= Data ======="
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "shown"),
+    [
+        ("ttl", 3600, "1h"),
+        ("creation_ttl", 0, "0s"),
+        ("period", 90.0, "1m30s"),
+        ("token_period", 60, "1m"),
+        ("ttl", "3600", "3600"),  # strings are left alone, as in Vault
+        ("ttl", True, True),
+        ("version", 3, 3),
+    ],
+)
+def test_ttl_like_values(key: str, value: object, shown: object) -> None:
+    assert ttl_value(key, value) == shown
+
+
+def test_token_duration_of_a_root_token_is_infinite() -> None:
+    rows = dict(secret_rows({"auth": {"client_token": "root", "lease_duration": 0}}))
+    assert rows["token_duration"] == "∞"
+    assert human_duration(-60) == "-1m"
+
+
+def test_raw_field_lookup_order() -> None:
+    secret: dict[str, object] = {
+        "lease_duration": 60,
+        "data": {"token": "from-data", "k": None},
+        "auth": {"client_token": "from-auth", "accessor": "acc"},
+        "request_id": "r",
+    }
+    assert raw_field(secret, "token") == "from-auth"
+    assert raw_field(secret, "token_accessor") == "acc"
+    assert raw_field(secret, "request_id") == "r"
+    assert raw_field(secret, "k") is MISSING
+    assert raw_field(secret, "auth") is MISSING
+    wrapped = {"wrap_info": {"token": "w", "ttl": 30}, "data": None}
+    assert raw_field(wrapped, "wrapping_token") == "w"
+    assert raw_field(wrapped, "wrapping_token_ttl") == 30
+    assert raw_field({"lease_duration": 60, "data": {}}, "refresh_interval") == 60
+    assert field_text(["a", "b"], as_json=False) == "[a b]"
+    assert field_text(["a", "b"], as_json=True) == '["a", "b"]'
+    assert field_text("raw text", as_json=True) == "raw text"

@@ -152,7 +152,10 @@ def test_fmt_json_becomes_hcl(local: Path, capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('path "x" { capabilities = ["read" }', "Error formatting policy: line 1, column"),
+        (
+            'path "x" { capabilities = ["read" }',
+            'Error parsing policy: failed to parse policy "p": line 1, column',
+        ),
         ('path "x" { capabilities = ["fly"] }', 'Error parsing policy: failed to parse policy "p"'),
         ('path "x" {\n  capabilities = ["read", # why\n "list"]\n}', "cannot be kept"),
     ],

@@ -90,3 +90,13 @@ def test_token_never_in_repr() -> None:
     s = resolve(GlobalFlags(token="s3cret"))
     assert "s3cret" not in repr(s)
     assert "s3cret" not in repr(GlobalFlags(token="s3cret"))
+
+
+def test_wrap_ttl_precedence_and_validation() -> None:
+    assert resolve().wrap_ttl is None
+    assert resolve(VAULT_WRAP_TTL="1m").wrap_ttl == "1m"
+    assert resolve(COFFER_WRAP_TTL="2m", VAULT_WRAP_TTL="1m").wrap_ttl == "2m"
+    assert resolve(GlobalFlags(wrap_ttl="30s"), COFFER_WRAP_TTL="2m").wrap_ttl == "30s"
+    assert resolve(COFFER_WRAP_TTL="0s").wrap_ttl is None
+    with pytest.raises(CliError, match="COFFER_WRAP_TTL"):
+        resolve(COFFER_WRAP_TTL="whenever")

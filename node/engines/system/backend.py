@@ -9,6 +9,7 @@ from node.engines.system.keys import key_paths
 from node.engines.system.mounts import mount_paths
 from node.engines.system.policies import policy_paths
 from node.engines.system.telemetry import telemetry_paths
+from node.engines.system.ui_mounts import ui_mount_paths
 from node.engines.system.wrapping import wrapping_paths
 from node.framework import FrameworkBackend
 
@@ -31,5 +32,6 @@ class SystemBackend(FrameworkBackend):
                 *wrapping_paths(core),
                 *telemetry_paths(core),
                 *internal_paths(core),
+                *ui_mount_paths(core),
             ]
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from node.engines.types import AUTH_TYPES, ENGINE_TYPES
-from node.errors import InvalidRequestError
+from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
 from node.framework.fields import convert, parse_duration
 from node.logical.request import Operation, Request
@@ -179,8 +180,26 @@ def mount_paths(core: Core) -> list[Path]:
         table = "auth" if source_auth else "secret"
         if source_auth:
             source, target = source.removeprefix("auth/"), target.removeprefix("auth/")
+        original = core.mounts.find(table, source).path
         moved = await core.mounts.remount(table, source, target)
-        return Response(data={"migration_id": moved.uuid}, top_level_data=True)
+        migration_id = str(uuid.uuid4())
+        prefix = "auth/" if source_auth else ""
+        # A move here finishes before the response; the record lets Vault's
+        # CLI, which polls the status, see that (kept in memory, like the reference).
+        migrations[migration_id] = {
+            "source_mount": prefix + original,
+            "target_mount": prefix + moved.path,
+            "status": "success",
+        }
+        return Response(data={"migration_id": migration_id}, top_level_data=True)
+
+    async def remount_status(request: Request, data: FieldData) -> Response:
+        info = migrations.get(data.get("migration_id"))
+        if info is None:
+            raise UnsupportedPathError(f"no migration with id {data.get('migration_id')!r}")
+        return Response(data={"migration_id": data.get("migration_id"), "migration_info": info})
+
+    migrations: dict[str, dict[str, str]] = {}
 
     return [
         *table_paths("secret", "mounts", ENGINE_TYPES),
@@ -193,6 +212,13 @@ def mount_paths(core: Core) -> list[Path]:
                 "to": Field(FieldType.STRING, "New mount path."),
             },
             "Move a mount to a new path.",
+            sudo=True,
+        ),
+        Path(
+            r"remount/status/(?P<migration_id>[^/]+)",
+            {Operation.READ: remount_status},
+            {},
+            "Status of a mount move.",
             sudo=True,
         ),
     ]

@@ -1,0 +1,95 @@
+"""``sys/internal/ui/mounts``: which mounts a token can use, and what a path is.
+
+Vault's CLI asks ``sys/internal/ui/mounts/<path>`` to learn a mount's type
+and KV version before it builds a ``kv`` request, so this must answer for
+any token that has some access under the mount, not only for root.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from node.errors import PermissionDeniedError, UnsupportedPathError
+from node.framework import FieldData, Path
+from node.logical.request import Operation, Request
+from node.logical.response import Response
+from node.policy.acl import ACL
+from node.routing.mounts import MountEntry
+
+if TYPE_CHECKING:
+    from node.core.core import Core
+
+__all__ = ["can_reach_mount", "ui_mount_paths"]
+
+
+def can_reach_mount(acl: ACL, route_path: str) -> bool:
+    """True when some non-deny rule grants anything at or below the mount."""
+    if acl.is_root:
+        return True
+    for rule in acl.rules:
+        if rule.is_deny or not rule.capabilities:
+            continue
+        pattern = rule.path
+        literal = pattern.split("+", 1)[0].rstrip("*")
+        if literal.startswith(route_path) or (
+            pattern != literal and route_path.startswith(literal)
+        ):
+            return True
+    return False
+
+
+def _describe(entry: MountEntry) -> dict[str, Any]:
+    return {
+        "type": entry.type,
+        "description": entry.description,
+        "accessor": entry.accessor,
+        "uuid": entry.uuid,
+        "local": entry.local,
+        "seal_wrap": entry.seal_wrap,
+        "options": entry.options or None,
+        "config": entry.describe()["config"],
+    }
+
+
+def ui_mount_paths(core: Core) -> list[Path]:
+    async def caller_acl(request: Request) -> ACL | None:
+        entry = await core.tokens.lookup(request.client_token) if request.client_token else None
+        return await core.policies.acl(entry.policies) if entry else None
+
+    async def listing(request: Request, data: FieldData) -> Response:
+        acl = await caller_acl(request)
+        shown: dict[str, dict[str, Any]] = {"secret": {}, "auth": {}}
+        for entry in core.router.entries():
+            if acl is not None and can_reach_mount(acl, entry.route_path):
+                shown[entry.table][entry.path] = _describe(entry)
+        return Response(data=shown)
+
+    async def one(request: Request, data: FieldData) -> Response:
+        acl = await caller_acl(request)
+        if acl is None:
+            raise PermissionDeniedError()
+        route = core.router.match(data.get("path"))
+        if route is None:
+            raise UnsupportedPathError()
+        if not can_reach_mount(acl, route.mount.route_path):
+            raise PermissionDeniedError()
+        body = _describe(route.mount)
+        body["path"] = route.mount.route_path
+        return Response(data=body)
+
+    return [
+        Path(
+            "internal/ui/mounts/?",
+            {Operation.READ: listing},
+            {},
+            "Mounts the calling token can use.",
+            unauthenticated=True,
+        ),
+        Path(
+            r"internal/ui/mounts/(?P<path>.+)",
+            {Operation.READ: one},
+            {},
+            "The mount that serves a path (type, KV version).",
+            unauthenticated=True,
+        ),
+    ]

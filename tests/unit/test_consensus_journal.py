@@ -1,0 +1,184 @@
+"""DurableJournal: pysyncobj's journal interface, on disk, crash-tolerant."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from consensus.journal import DurableJournal
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    previous = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "journal"
+
+
+def filled(path: Path, count: int = 5) -> DurableJournal:
+    journal = DurableJournal(path)
+    for index in range(1, count + 1):
+        journal.add(b"cmd-%d" % index, index, 1 + index // 3)
+    return journal
+
+
+def stored(path: Path) -> list[tuple[bytes, int, int]]:
+    """The entries a fresh open finds (and closes again)."""
+    journal = DurableJournal(path)
+    try:
+        return list(journal[:])
+    finally:
+        journal._destroy()
+
+
+def test_entries_survive_a_reopen(path: Path) -> None:
+    journal = filled(path)
+    journal.sync()
+    journal._destroy()
+
+    again = DurableJournal(path)
+
+    assert len(again) == 5
+    assert again[0] == (b"cmd-1", 1, 1)
+    assert again[-1] == (b"cmd-5", 5, 2)
+    assert again[1:3] == [(b"cmd-2", 2, 1), (b"cmd-3", 3, 2)]
+    again._destroy()
+
+
+def test_sync_reports_whether_there_was_anything_to_sync(path: Path) -> None:
+    journal = DurableJournal(path)
+    assert journal.sync() is False
+    journal.add(b"x", 1, 0)
+    assert journal.dirty
+    assert journal.sync() is True
+    assert journal.sync() is False
+    journal._destroy()
+
+
+def test_a_torn_tail_is_cut_on_open(path: Path) -> None:
+    journal = filled(path)
+    journal._destroy()
+    size = path.stat().st_size
+    with open(path, "r+b") as raw:  # a crash in the middle of the last append
+        raw.truncate(size - 3)
+    with open(path, "ab") as raw:
+        raw.write(b"\x07garbage")
+
+    again = DurableJournal(path)
+
+    assert [entry[1] for entry in again] == [1, 2, 3, 4]
+    again.add(b"cmd-5b", 5, 2)
+    again._destroy()
+    assert stored(path)[-1][0] == b"cmd-5b"
+
+
+def test_a_flipped_bit_ends_the_log_there(path: Path) -> None:
+    journal = filled(path)
+    journal._destroy()
+    data = bytearray(path.read_bytes())
+    data[data.index(b"cmd-3")] ^= 0x01
+    path.write_bytes(bytes(data))
+
+    assert [entry[1] for entry in stored(path)] == [1, 2]
+
+
+def test_delete_from_and_clear_truncate_the_file(path: Path) -> None:
+    journal = filled(path)
+    journal.deleteEntriesFrom(2)  # positions, as pysyncobj passes them
+    journal.add(b"other", 3, 5)
+    journal._destroy()
+
+    again = DurableJournal(path)
+    assert [entry[1:] for entry in again] == [(1, 1), (2, 1), (3, 5)]
+    again.clear()
+    again.add(b"fresh", 9, 6)
+    again._destroy()
+    assert [entry[1] for entry in stored(path)] == [9]
+
+
+def test_compaction_rewrites_into_a_new_file(path: Path) -> None:
+    journal = filled(path, 8)
+    inode = path.stat().st_ino
+
+    journal.deleteEntriesTo(5)
+
+    assert [entry[1] for entry in journal] == [6, 7, 8]
+    assert path.stat().st_ino != inode, "never rewritten in place"
+    journal.add(b"cmd-9", 9, 3)
+    journal._destroy()
+    assert [entry[1] for entry in stored(path)] == [6, 7, 8, 9]
+    assert not path.with_name("journal.compact").exists()
+
+
+def test_term_and_vote_are_stored_at_once_commit_index_lazily(path: Path) -> None:
+    journal = filled(path)
+    meta = path.with_name("journal.meta")
+
+    journal.setCurrentTerm(4, "10.0.0.1:8201")
+    assert json.loads(meta.read_bytes()) == {"term": 4, "voted_for": "10.0.0.1:8201"}
+
+    journal.setRaftCommitIndex(5)
+    assert "commit_index" not in json.loads(meta.read_bytes())
+    journal.onOneSecondTimer()
+    assert json.loads(meta.read_bytes())["commit_index"] == 5
+    journal._destroy()
+
+    again = DurableJournal(path)
+    assert (again.getCurrentTerm(), again.getVotedForNodeId(), again.getRaftCommitIndex()) == (
+        4,
+        "10.0.0.1:8201",
+        5,
+    )
+    again._destroy()
+
+
+def test_commit_index_is_never_past_the_log(path: Path) -> None:
+    journal = filled(path, 3)
+    journal.setRaftCommitIndex(10)
+    journal._destroy()
+
+    again = DurableJournal(path)
+    assert again.getRaftCommitIndex() == 3
+    again._destroy()
+
+
+def test_log_helpers(path: Path) -> None:
+    journal = filled(path)
+    journal.deleteEntriesTo(2)
+
+    assert (journal.first_index(), journal.last_index()) == (3, 5)
+    assert journal.term_at(3) == 2
+    assert journal.term_at(2) is None
+    assert journal.term_at(6) is None
+    assert journal.position_of((b"cmd-4", 4, 2)) == 1
+    assert journal.position_of((b"cmd-4", 4, 3)) is None
+    journal._destroy()
+
+
+def test_files_are_private(path: Path, umask_022: None) -> None:
+    journal = filled(path)
+    journal.setCurrentTerm(1, None)
+    journal.deleteEntriesTo(1)
+    journal._destroy()
+
+    for name in ("journal", "journal.meta"):
+        assert stat.S_IMODE((path.parent / name).stat().st_mode) == 0o600, name
+
+
+def test_a_foreign_file_is_refused(path: Path) -> None:
+    path.write_bytes(b"PYSYNCOBJ\x00\x00\x00")
+
+    with pytest.raises(ValueError, match="not a Coffer raft journal"):
+        DurableJournal(path)

@@ -1,0 +1,230 @@
+"""Our snapshot format and the dump store that replaces pysyncobj's Serializer."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+from pysyncobj.config import SERIALIZER_STATE
+from pysyncobj.node import TCPNode
+
+from consensus.commands import Applied, Mismatch, Txn
+from consensus.dumps import SnapshotStore
+from consensus.journal import DurableJournal
+from consensus.snapshot import RaftPoint, SnapshotError, decode_snapshot, encode_snapshot
+from consensus.state import KVState
+from node.physical.base import Put
+
+MARKER = b"PLAINTEXT-MARKER-\x00\xff"
+
+
+def sample_state() -> KVState:
+    state = KVState()
+    state.apply(2, Txn("a", (Put("secret/app", MARKER), Put("b/c", b""))))
+    state.apply(3, Txn("b", (Put("secret/app", b"x", expect=1),)))
+    for index in range(4, 1400):
+        state.apply(index, Txn(f"bulk-{index}", (Put(f"bulk/{index}", os.urandom(16)),)))
+    return state
+
+
+POINT = RaftPoint((b"\x00last", 1399, 2), (b"\x00prev", 1398, 2), ("10.0.0.1:1", "10.0.0.2:1"))
+
+
+def test_dump_round_trip() -> None:
+    image = sample_state().capture()
+
+    lines = list(encode_snapshot(image, POINT))
+    decoded, point = decode_snapshot(lines)
+
+    assert point == POINT
+    assert decoded.data == image.data
+    assert decoded.applied == image.applied
+    assert decoded.results == image.results
+    assert dict(decoded.results)["b"] == Mismatch("secret/app", 1, 2)
+    assert dict(decoded.results)["a"] == Applied(2)
+
+
+def test_every_line_is_json_and_values_are_base64_only() -> None:
+    blob = b"".join(encode_snapshot(sample_state().capture(), POINT))
+
+    lines = blob.splitlines()
+    assert all(isinstance(json.loads(line), dict) for line in lines)
+    assert json.loads(lines[0])["format"] == "coffer-raft-snapshot"
+    assert MARKER not in blob
+    assert not blob.startswith(b"\x80"), "not a pickle"
+    assert not blob.startswith(b"\x1f\x8b"), "not pysyncobj's gzip-pickle"
+
+
+def test_an_export_has_no_raft_internals() -> None:
+    blob = b"".join(encode_snapshot(sample_state().capture(), None))
+
+    header = json.loads(blob.splitlines()[0])
+    assert header["kind"] == "export"
+    assert "raft" not in header
+    assert decode_snapshot(blob.splitlines(keepends=True))[1] is None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda lines: lines[:-1],  # truncated: no end marker
+        lambda lines: lines[:3] + lines[4:],  # a chunk missing
+        lambda lines: [lines[0].replace(b'"applied"', b'"applieD"'), *lines[1:]],
+        lambda lines: [*lines, b'{"kv": []}\n'],  # data after the end
+        lambda lines: [lines[0].replace(b"coffer-raft-snapshot", b"other"), *lines[1:]],
+        lambda lines: [b"\x80\x02}q\x00.\n"],
+    ],
+)
+def test_damaged_snapshots_are_refused(damage: object) -> None:
+    lines = list(encode_snapshot(sample_state().capture(), POINT))
+
+    with pytest.raises(SnapshotError):
+        decode_snapshot(damage(lines))  # type: ignore[operator]
+
+
+# -- SnapshotStore -------------------------------------------------------------------------
+
+
+def wait_for(store: SnapshotStore) -> tuple[int, int | None]:
+    deadline = time.monotonic() + 10
+    while (status := store.checkSerializing())[0] == SERIALIZER_STATE.SERIALIZING:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    return status
+
+
+def make_store(root: Path, state: KVState) -> tuple[SnapshotStore, DurableJournal]:
+    root.mkdir(mode=0o700, exist_ok=True)
+    journal = DurableJournal(root / "journal")
+    journal.add(b"\x01", 1, 0)
+    return SnapshotStore(root / "dump.jsonl", state, journal, chunk=4096), journal
+
+
+def test_serialize_writes_a_private_durable_dump_off_thread(tmp_path: Path) -> None:
+    state = sample_state()
+    store, journal = make_store(tmp_path / "a", state)
+    cluster = {TCPNode("10.0.0.2:1"), TCPNode("10.0.0.1:1")}
+
+    store.serialize((None, POINT.last, POINT.prev, cluster), 1398)
+
+    assert wait_for(store) == (SERIALIZER_STATE.SUCCESS, 1398)
+    assert store.checkSerializing() == (SERIALIZER_STATE.NOT_SERIALIZING, None)
+    dump = tmp_path / "a" / "dump.jsonl"
+    assert stat.S_IMODE(dump.stat().st_mode) == 0o600
+    assert not dump.with_name("dump.jsonl.tmp").exists()
+
+    fresh = KVState()
+    loaded = SnapshotStore(dump, fresh, journal, chunk=4096).deserialize()
+    assert loaded[1:3] == (POINT.last, POINT.prev)
+    assert {node.id for node in loaded[3]} == {"10.0.0.1:1", "10.0.0.2:1"}
+    assert all(isinstance(node, TCPNode) for node in loaded[3])
+    assert fresh.get("secret/app") == state.get("secret/app")
+    store.close()
+    journal._destroy()
+
+
+def stream(store: SnapshotStore, peer: object) -> list[tuple[bytes, bool, bool]]:
+    chunks = []
+    while True:
+        chunk = store.getTransmissionData(peer)
+        chunks.append(chunk)
+        if chunk[2]:
+            return chunks
+
+
+def leader_with_dump(root: Path) -> SnapshotStore:
+    store, _ = make_store(root, sample_state())
+    store.serialize((None, POINT.last, POINT.prev, set()), 1398)
+    assert wait_for(store)[0] == SERIALIZER_STATE.SUCCESS
+    return store
+
+
+def test_a_snapshot_streams_to_a_follower_and_loads(tmp_path: Path) -> None:
+    leader = leader_with_dump(tmp_path / "leader")
+    follower_state = KVState()
+    follower, journal = make_store(tmp_path / "follower", follower_state)
+
+    chunks = stream(leader, "peer")
+    results = [follower.setTransmissionData(chunk) for chunk in chunks]
+
+    assert len(chunks) > 2
+    assert results[-1] is True and not any(results[:-1])
+    follower.deserialize()
+    assert follower_state.get("secret/app") == (MARKER, 2)
+    assert follower_state.applied_index == 1399
+    leader.close()
+    follower.close()
+    journal._destroy()
+
+
+def test_a_follower_refuses_a_snapshot_it_already_holds_or_has_passed(tmp_path: Path) -> None:
+    leader = leader_with_dump(tmp_path / "leader")
+    state = KVState()
+    follower, journal = make_store(tmp_path / "follower", state)
+    journal.clear()
+    journal.add(*POINT.prev)
+    journal.add(*POINT.last)  # our log holds the snapshot's last entry: keep the log
+
+    assert stream_into(leader, follower) is False
+    journal.clear()
+    journal.add(b"\x01", 5000, 3)
+    state.apply(4999, Txn("late", ()))  # we applied past the snapshot
+
+    assert stream_into(leader, follower) is False
+    assert not (tmp_path / "follower" / "dump.jsonl").exists()
+    leader.close()
+    follower.close()
+    journal._destroy()
+
+
+def stream_into(leader: SnapshotStore, follower: SnapshotStore) -> bool:
+    return [follower.setTransmissionData(chunk) for chunk in stream(leader, object())][-1]
+
+
+def test_a_corrupt_snapshot_is_refused_and_the_old_dump_kept(tmp_path: Path) -> None:
+    follower, journal = make_store(tmp_path / "follower", KVState())
+    (tmp_path / "follower" / "dump.jsonl").write_bytes(b"previous")
+
+    assert (
+        follower.setTransmissionData((b'{"format": "coffer-raft-snapshot"}\n', True, False))
+        is False
+    )
+    assert follower.setTransmissionData((b"", False, True)) is False
+    assert (tmp_path / "follower" / "dump.jsonl").read_bytes() == b"previous"
+    assert follower.setTransmissionData(None) is False
+    follower.close()
+    journal._destroy()
+
+
+def test_a_failed_load_marks_the_store_failed(tmp_path: Path) -> None:
+    store, journal = make_store(tmp_path / "a", KVState())
+    (tmp_path / "a" / "dump.jsonl").write_bytes(b"not a dump\n")
+
+    with pytest.raises(SnapshotError):
+        store.deserialize()
+    assert store.failed is not None
+    journal._destroy()
+
+
+def test_serialize_returns_at_once_even_for_a_big_state(tmp_path: Path) -> None:
+    """The library would pickle (or fork) on its tick thread; we copy and go."""
+    state = KVState()
+    for chunk in range(200):
+        ops = tuple(Put(f"big/{chunk}/{n}", os.urandom(64)) for n in range(500))
+        state.apply(chunk + 2, Txn(f"c{chunk}", ops))
+    store, journal = make_store(tmp_path / "a", state)
+
+    started = time.perf_counter()
+    store.serialize((None, POINT.last, POINT.prev, set()), 1398)
+    returned_after = time.perf_counter() - started
+    first_status = store.checkSerializing()[0]
+
+    assert wait_for(store)[0] == SERIALIZER_STATE.SUCCESS
+    assert returned_after < 0.25, f"serialize blocked the tick thread for {returned_after:.3f}s"
+    assert first_status == SERIALIZER_STATE.SERIALIZING
+    store.close()
+    journal._destroy()

@@ -1,0 +1,167 @@
+"""KVState: what every replica does with a command at a log index."""
+
+from __future__ import annotations
+
+import pytest
+
+from consensus.commands import (
+    Applied,
+    MemberChange,
+    Mismatch,
+    Rejected,
+    Restore,
+    Txn,
+)
+from consensus.state import IDEMPOTENCY_WINDOW, ChangeSet, KVState
+from node.physical.base import Check, Delete, Put
+
+
+def txn(command_id: str, *ops: Put | Delete | Check) -> Txn:
+    return Txn(command_id, ops)
+
+
+def test_revision_is_the_log_index_of_the_entry() -> None:
+    state = KVState()
+
+    result, changes = state.apply(7, txn("a", Put("k", b"v"), Put("dir/x", b"w")))
+
+    assert result == Applied(7)
+    assert changes == ChangeSet(7, ("k", "dir/x"))
+    assert state.get("k") == (b"v", 7)
+    assert state.get("dir/x") == (b"w", 7)
+    assert state.applied_index == 7
+    assert state.list("") == ["dir/", "k"]
+
+
+def test_a_failed_check_applies_nothing_but_consumes_the_index() -> None:
+    state = KVState()
+    state.apply(2, txn("a", Put("existing", b"1"), Put("doomed", b"2")))
+
+    result, changes = state.apply(
+        3,
+        txn("b", Put("new", b"x"), Delete("doomed"), Check("existing", 99), Put("other", b"y")),
+    )
+
+    assert result == Mismatch("existing", 99, 2)
+    assert changes is None
+    assert state.get("new") is None
+    assert state.get("doomed") == (b"2", 2)
+    assert state.applied_index == 3
+    assert state.list("") == ["doomed", "existing"]
+
+
+def test_expect_zero_means_absent_and_checks_see_the_pre_state() -> None:
+    state = KVState()
+
+    assert state.apply(2, txn("a", Put("k", b"1", expect=0)))[0] == Applied(2)
+    assert state.apply(3, txn("b", Put("k", b"2", expect=0)))[0] == Mismatch("k", 0, 2)
+    assert state.apply(4, txn("c", Delete("k", expect=2), Put("k", b"3", expect=2)))[0] == Applied(
+        4
+    )
+    assert state.get("k") == (b"3", 4)
+
+
+def test_a_retried_command_id_returns_the_first_outcome_without_reapplying() -> None:
+    state = KVState()
+    first, _ = state.apply(5, txn("same-id", Put("k", b"v1")))
+    state.apply(6, txn("other", Put("k", b"v2")))
+
+    retry, changes = state.apply(9, txn("same-id", Put("k", b"v1")))
+
+    assert retry == first == Applied(5)
+    assert changes is None
+    assert state.get("k") == (b"v2", 6)
+    assert state.applied_index == 9
+    assert state.result_for("same-id") == Applied(5)
+
+
+def test_a_retried_failed_command_fails_the_same_way() -> None:
+    state = KVState()
+    state.apply(2, txn("seed", Put("k", b"v")))
+    first, _ = state.apply(3, txn("cas", Put("k", b"x", expect=1)))
+
+    state.apply(4, txn("fix", Put("k", b"y", expect=2)))  # now revision 4 ...
+
+    assert (
+        state.apply(5, txn("cas", Put("k", b"x", expect=4)))[0] == first
+    )  # ... same id: same answer
+
+
+def test_the_id_window_is_a_fixed_count() -> None:
+    state = KVState()
+    for index in range(2, IDEMPOTENCY_WINDOW + 3):
+        state.apply(index, txn(f"id-{index}", Put("k", b"v")))
+
+    assert state.result_for("id-2") is None
+    assert state.result_for("id-3") == Applied(3)
+
+
+def test_an_index_is_never_applied_twice() -> None:
+    state = KVState()
+    state.apply(4, txn("a", Put("k", b"1")))
+
+    result, changes = state.apply(4, txn("b", Put("k", b"2")))
+
+    assert isinstance(result, Rejected)
+    assert changes is None
+    assert state.get("k") == (b"1", 4)
+
+
+def test_invalid_keys_reject_the_whole_command_identically() -> None:
+    state = KVState()
+
+    result, _ = state.apply(2, txn("a", Put("fine", b"1"), Put("/bad", b"2")))
+
+    assert isinstance(result, Rejected)
+    assert state.get("fine") is None
+    assert state.applied_index == 2
+
+
+def test_restore_replaces_everything_at_one_new_revision() -> None:
+    state = KVState()
+    state.apply(2, txn("a", Put("old", b"1"), Put("kept", b"old")))
+
+    result, changes = state.apply(10, Restore("r", (("kept", b"new"), ("x/y", b"2"))))
+
+    assert result == Applied(10)
+    assert changes == ChangeSet(10, (), reset=True)
+    assert state.get("old") is None
+    assert state.get("kept") == (b"new", 10)
+    assert state.list("") == ["kept", "x/"]
+    assert state.apply(11, txn("b", Put("kept", b"next")))[0] == Applied(11)
+
+
+def test_member_changes_touch_no_keys() -> None:
+    state = KVState()
+
+    assert state.apply(3, MemberChange("m", "node-4", "10.0.0.4:1"))[0] == Applied(3)
+    assert state.members() == {"node-4": "10.0.0.4:1"}
+    state.apply(4, MemberChange("n", "node-4", None))
+    assert state.members() == {}
+    assert state.list("") == []
+
+
+def test_capture_and_load_round_trip() -> None:
+    state = KVState()
+    state.apply(2, txn("a", Put("a", b"1"), Put("b/c", b"2")))
+    state.apply(3, MemberChange("m", "n2", "h:1"))
+    image = state.capture()
+    state.apply(4, txn("later", Put("a", b"changed")))
+
+    copy = KVState()
+    copy.load(image)
+
+    assert copy.get("a") == (b"1", 2)
+    assert copy.list("b/") == ["c"]
+    assert copy.applied_index == 3
+    assert copy.result_for("a") == Applied(2)
+    assert copy.members() == {"n2": "h:1"}
+    assert state.get("a") == (b"changed", 4), "the capture is a copy"
+
+
+@pytest.mark.parametrize("prefix", ["/", "a//", "../"])
+def test_list_with_an_impossible_prefix_is_empty(prefix: str) -> None:
+    state = KVState()
+    state.apply(2, txn("a", Put("a/x", b"1")))
+
+    assert state.list(prefix) == []
