@@ -113,7 +113,7 @@ class RaftBackend:
         self._closed = True
         await asyncio.to_thread(self._node.stop)
         self._bridge.close()
-        self._waiters.cancel_all()
+        self._waiters.fail_all(StorageError("raft storage is closed"))
 
     # -- cluster ---------------------------------------------------------------------
 

@@ -106,7 +106,8 @@ class IndexWaiters:
             self._heap = [item for item in self._heap if not item[2].done()]
             heapq.heapify(self._heap)
 
-    def cancel_all(self) -> None:
+    def fail_all(self, error: Exception) -> None:
         for _, _, future in self._heap:
-            future.cancel()
+            if not future.done():
+                future.set_exception(error)
         self._heap.clear()

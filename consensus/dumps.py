@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,6 +61,8 @@ class SnapshotStore:
         self._incoming: IO[bytes] | None = None
         self._loaded: tuple[StateImage, RaftPoint] | None = None
         self.failed: str | None = None  # set when a load fails; the node fail-stops
+        #: Called with the dump's index after the state was replaced by a dump.
+        self.on_loaded: Callable[[int], None] | None = None
 
     # -- reading ---------------------------------------------------------------
 
@@ -95,6 +98,8 @@ class SnapshotStore:
         self._loaded = None
         image, raft = loaded
         self._state.load(image)
+        if self.on_loaded is not None:
+            self.on_loaded(raft.index)
         return None, raft.last, raft.prev, [TCPNode(address) for address in raft.cluster]
 
     def serialize(self, data: tuple[Any, Any, Any, Any], id: int) -> None:

@@ -51,6 +51,14 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
+    def notify(self, changes: ChangeSet) -> None:
+        """Tell listeners about ``changes`` (on the Raft thread)."""
+        for listener in self._listeners:
+            try:
+                listener(changes)
+            except Exception:
+                log.exception("a change listener failed")
+
     @replicated  # type: ignore[untyped-decorator]
     def apply(self, blob: bytes) -> bytes:
         index = self.raftLastApplied + 1
@@ -61,9 +69,5 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             command = Rejected(str(exc))
         result, changes = self._kv.apply(index, command)
         if changes is not None:
-            for listener in self._listeners:
-                try:
-                    listener(changes)
-                except Exception:
-                    log.exception("a change listener failed")
+            self.notify(changes)
         return encode_result(result)

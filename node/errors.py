@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "AlreadyInitializedError",
     "CofferError",
+    "ConflictError",
     "InvalidRequestError",
     "MethodNotAllowedError",
     "NotInitializedError",
@@ -61,6 +62,12 @@ class MethodNotAllowedError(CofferError):
     """The path exists but does not support this operation."""
 
     status = 405
+
+
+class ConflictError(CofferError):
+    """The target is in a state that forbids the change (a namespace with children)."""
+
+    status = 409
 
 
 class PayloadTooLargeError(CofferError):

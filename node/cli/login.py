@@ -1,10 +1,20 @@
-"""``coffer login [TOKEN]`` and ``coffer unwrap [TOKEN]``.
+"""``coffer login [-method=TYPE] [TOKEN | K=V...]`` and ``coffer unwrap [TOKEN]``.
 
-``login`` supports the token method, as ``vault login`` does by default: the
-token is checked with ``auth/token/lookup-self`` (sent as that token, not the
-configured one) and saved to ``~/.coffer-token`` (mode 0600), where later
-commands find it when neither ``-token`` nor ``COFFER_TOKEN``/``VAULT_TOKEN``
-is set. Without TOKEN it is prompted for, hidden (or read from piped stdin).
+``login`` ends with a token saved to ``~/.coffer-token`` (mode 0600), where
+later commands find it when neither ``-token`` nor ``COFFER_TOKEN``/
+``VAULT_TOKEN`` is set. How the token is had depends on ``-method``:
+
+* ``token`` (the default): TOKEN is checked with ``auth/token/lookup-self``
+  (sent as that token, not the configured one). Without TOKEN it is prompted
+  for, hidden (or read from piped stdin).
+* ``userpass`` and ``idp``: ``username=`` (default ``$LOGNAME``/``$USER``, as
+  Vault's CLI) and ``password=`` are posted to ``auth/<path>/login/<username>``
+  with any other pairs (``totp=`` for idp). A missing password is prompted for
+  without echo; piped stdin gives it as one line.
+* anything else: the pairs are posted as given to ``auth/<path>/login``.
+
+``-path`` defaults to the method's name. Logins are sent without a client
+token: they are unauthenticated, and a stale configured token must not matter.
 
 ``unwrap`` redeems a response-wrapping token: the TOKEN argument, or else the
 client token itself (``COFFER_TOKEN=<wrapping token> coffer unwrap``).
@@ -13,13 +23,15 @@ client token itself (``COFFER_TOKEN=<wrapping token> coffer unwrap``).
 from __future__ import annotations
 
 import argparse
+import getpass
 import textwrap
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from node.cli.common import print_field, print_secret
 from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
 from node.cli.flags import add_command, add_option, add_switch
-from node.cli.generic import print_list
+from node.cli.generic import parse_data, print_list
 from node.cli.output import print_json
 
 if TYPE_CHECKING:
@@ -29,7 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = ["login_secret", "register"]
 
-_METHODS = ("token",)
+#: Methods whose login path ends in the user name (``auth/<path>/login/<username>``).
+_USER_METHODS = ("userpass", "idp")
+_PASSWORD_PROMPT = "Password (will be hidden): "
 
 
 def _wrap(text: str) -> str:
@@ -67,15 +81,36 @@ def login_secret(token: str, lookup: Json) -> dict[str, Any]:
 
 
 def run_login(args: argparse.Namespace, ctx: Context) -> int:
-    method = (args.method or "token").strip().lower()
-    if method not in _METHODS:
-        raise UsageError(f'Error: unsupported auth method "{method}" (available: token)')
-    token: str | None = args.subject
+    method = str(args.method).strip().lower()
+    values = [v for v in (args.subject, *args.data) if v is not None]
+    if not method:
+        raise UsageError("Error: -method must not be empty")
+    if method == "token":
+        token = _token_argument(values, ctx)
+        secret = _check_token(token, ctx)
+    else:
+        secret = _method_login(method, (args.path or method).strip("/"), values, ctx)
+        token = secret["auth"]["client_token"]
+    return _finish(args, ctx, token, secret)
+
+
+def _token_argument(values: list[str], ctx: Context) -> str:
+    """TOKEN, ``token=TOKEN``, ``-`` (stdin) or, with nothing given, a hidden prompt."""
+    if len(values) > 1:
+        raise UsageError(
+            f"Error: too many arguments for the token method (expected 1, got {len(values)})"
+        )
+    token = values[0] if values else None
+    if token is not None and token.startswith("token="):
+        token = token.removeprefix("token=")
     if token == "-":
         token = ctx.stdin.read().strip()
     if not token:
         token = ctx.read_secret("Token (will be hidden): ", "token")
-    token = token.strip()
+    return token.strip()
+
+
+def _check_token(token: str, ctx: Context) -> dict[str, Any]:
     lookup = ctx.call(
         "authenticating: error looking up token",
         "GET",
@@ -84,7 +119,58 @@ def run_login(args: argparse.Namespace, ctx: Context) -> int:
     )
     if not isinstance(lookup, dict) or not isinstance(lookup.get("data"), dict):
         raise CliError("Error authenticating: the server returned no token information", EXIT_USAGE)
-    secret = login_secret(token, lookup)
+    return login_secret(token, lookup)
+
+
+def _method_login(method: str, path: str, values: list[str], ctx: Context) -> dict[str, Any]:
+    """Post the ``k=v`` pairs to the method's login endpoint; the response holds ``auth``."""
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        raise UsageError(f"Error: invalid -path {path!r}")
+    body = parse_data(values, ctx.stdin)
+    if method in _USER_METHODS:
+        username = str(body.pop("username", "") or _env_user(ctx)).strip()
+        if not username:
+            raise UsageError("Error: username=... is required (neither LOGNAME nor USER is set)")
+        if not body.get("password"):
+            body["password"] = _read_password(ctx)
+        url = f"/v1/auth/{path}/login/{quote(username, safe='')}"
+    else:
+        url = f"/v1/auth/{path}/login"
+    # token="": no client token; logins are unauthenticated.
+    response = ctx.call("authenticating", "POST", url, body, token="")
+    if not isinstance(response, dict) or not _issued_token(response):
+        raise CliError("Error authenticating: the server returned no token", EXIT_USAGE)
+    return response
+
+
+def _issued_token(response: dict[str, Any]) -> bool:
+    auth = response.get("auth")
+    return isinstance(auth, dict) and bool(auth.get("client_token"))
+
+
+def _env_user(ctx: Context) -> str:
+    return ctx.env.get("LOGNAME") or ctx.env.get("USER") or ""
+
+
+def _read_password(ctx: Context) -> str:
+    """A hidden prompt on a terminal, else one line of stdin (only its line end is cut).
+
+    Unlike tokens, passwords keep their spaces, so this does not strip them.
+    """
+    try:
+        tty = ctx.stdin.isatty()
+        value = getpass.getpass(_PASSWORD_PROMPT) if tty else ctx.stdin.readline()
+    except (EOFError, KeyboardInterrupt):
+        ctx.warn("")
+        raise CliError("Error reading password: no input") from None
+    value = value.rstrip("\r\n")
+    if not value:
+        raise CliError("Error: password must not be empty")
+    return value
+
+
+def _finish(args: argparse.Namespace, ctx: Context, token: str, secret: dict[str, Any]) -> int:
+    """Store the token (unless told not to) and print what the flags ask for."""
     no_store = args.no_store or args.token_only
     if not no_store:
         ctx.store_token(token)
@@ -156,17 +242,23 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
     login = add_command(
         subparsers,
         "login",
-        "authenticate with a token and store it in ~/.coffer-token",
+        "authenticate (token, userpass, idp or any method) and store the token",
         parents=parents,
         description=(
-            "Check TOKEN (prompted for, hidden, if omitted; '-' reads stdin) and store it\n"
-            "in ~/.coffer-token for later commands.\n\n"
-            "  coffer login                 # prompts\n"
-            "  coffer login -no-store hvs.…  # only checks it"
+            "Log in and store the token in ~/.coffer-token for later commands.\n\n"
+            "  coffer login                                  # token method: prompts\n"
+            "  coffer login -no-store hvs.…                  # only checks the token\n"
+            "  coffer login -method=userpass username=alice  # prompts for the password\n"
+            "  coffer login -method=idp username=bob totp=123456\n"
+            "  coffer login -method=approle role_id=… secret_id=…  # auth/approle/login"
         ),
     )
-    login.add_argument("subject", nargs="?", metavar="TOKEN")
-    add_option(login, "method", default="token", metavar="TYPE", help="auth method (token)")
+    login.add_argument("subject", nargs="?", metavar="TOKEN | K=V")
+    login.add_argument("data", nargs="*", metavar="K=V", help="login data (other methods)")
+    add_option(
+        login, "method", default="token", metavar="TYPE", help="auth method (default: token)"
+    )
+    add_option(login, "path", metavar="PATH", help="mount path of the method (default: TYPE)")
     add_switch(login, "no-store", "do not store the token")
     add_switch(login, "no-print", "print nothing on success")
     add_switch(login, "token-only", "print only the token (implies -no-store)")

@@ -9,19 +9,24 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
+from node.core.access import AccessControl
 from node.core.lifecycle import Lifecycle, new_cluster_id
-from node.core.mount_table import MountTable
+from node.core.login import IdentityLink, LoginCompleter
+from node.core.mount_table import MountTable, delete_prefix
 from node.core.pipeline import Pipeline
 from node.core.state import SealStatus
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
 from node.engines.system.keys import make_root_generation
-from node.errors import InvalidRequestError, NotInitializedError
+from node.errors import ConflictError, InvalidRequestError, NotInitializedError
 from node.logical.request import Request
 from node.logical.response import Response
+from node.namespaces.model import ROOT_ID, Namespace
+from node.namespaces.store import NamespaceStore, validate_name
 from node.observability.metrics import Metrics
 from node.physical.base import PhysicalBackend
 from node.policy.store import PolicyStore
@@ -68,8 +73,13 @@ class Core:
         self.tokens = TokenStore(BarrierView(self.barrier, "sys/token/"))
         self.tokens.on_revoke.append(self._destroy_cubbyhole)
         self.expiration = ExpirationManager(self.tokens)
-        self.policies = PolicyStore(BarrierView(self.barrier, "sys/policy/"))
+        self.namespaces = NamespaceStore(BarrierView(self.barrier, "sys/namespaces/"))
+        self._policy_stores: dict[str, PolicyStore] = {}
+        self.access = AccessControl(self)
         self.wrapping = Wrapping(self)
+        self.logins = LoginCompleter(self)
+        #: The identity subsystem, once it is wired; logins skip entity linking without it.
+        self.identity: IdentityLink | None = None
         self.router = Router()
         self.mounts = MountTable(self)
         self.metrics = Metrics()
@@ -115,8 +125,10 @@ class Core:
     async def seal(self) -> None:
         self._serving = False
         await self.expiration.stop()
-        self.policies.invalidate()
+        self._policy_stores.clear()
+        self.access.clear()
         self.router.clear()
+        self.namespaces.clear()
         self.tokens.forget_cached_salt()
         self.lifecycle.seal_barrier()
         self.metrics.unsealed.set(0)
@@ -131,8 +143,10 @@ class Core:
             }
             await BarrierView(self.barrier, "core/").put_json("cluster", cluster)
         self.cluster_name, self.cluster_id = cluster["name"], cluster["id"]
+        await self.namespaces.load()
         await self.mounts.load()
-        await self.policies.ensure_default()
+        for namespace in self.namespaces.all():
+            await self.policy_store(namespace.id).ensure_default()
         await self.expiration.start()
         self._serving = serve
         self.metrics.unsealed.set(1 if serve else 0)
@@ -173,9 +187,80 @@ class Core:
         return await self.pipeline.handle(request)
 
     async def _destroy_cubbyhole(self, entry: TokenEntry) -> None:
-        route = self.router.match("cubbyhole/")
-        if entry.cubbyhole_id and route is not None and isinstance(route.backend, CubbyholeBackend):
-            await route.backend.destroy(entry.cubbyhole_id)
+        """A revoked token's cubbyhole data goes, in every namespace it wrote to."""
+        if not entry.cubbyhole_id:
+            return
+        for mount in self.router.entries():
+            route = self.router.match(mount.route_path) if mount.type == "cubbyhole" else None
+            if route is not None and isinstance(route.backend, CubbyholeBackend):
+                await route.backend.destroy(entry.cubbyhole_id)
+
+    async def describe_token(self, entry: TokenEntry, token_id: str) -> dict[str, Any]:
+        """A token lookup's ``data``, with its namespace and live identity policies."""
+        data = entry.lookup_data(token_id)
+        namespace = self.namespaces.by_id(entry.namespace_id)
+        data["namespace_path"] = namespace.path if namespace else ""
+        if entry.entity_id and self.identity is not None:
+            found = await self.identity.policies_for(entry.entity_id, entry.namespace_id)
+            data["identity_policies"] = found.identity_policies
+            data["external_namespace_policies"] = found.external_namespace_policies
+        return data
+
+    # -- namespaces and their policies ------------------------------------------------
+
+    def policy_store(self, namespace_id: str = ROOT_ID) -> PolicyStore:
+        store = self._policy_stores.get(namespace_id)
+        if store is None:
+            namespace = self.namespaces.by_id(namespace_id)
+            prefix = namespace.storage_prefix if namespace is not None else ""
+            store = PolicyStore(BarrierView(self.barrier, prefix + "sys/policy/"))
+            self._policy_stores[namespace_id] = store
+        return store
+
+    @property
+    def policies(self) -> PolicyStore:
+        """The root namespace's policy store."""
+        return self.policy_store(ROOT_ID)
+
+    async def create_namespace(
+        self, parent: Namespace, name: str, custom_metadata: dict[str, str]
+    ) -> Namespace:
+        path = f"{parent.path}{validate_name(name)}/"
+        if self.namespaces.by_path(path) is not None:
+            raise InvalidRequestError(f"namespace {path.rstrip('/')!r} already exists")
+        for mount in self.router.entries():
+            if mount.route_path.startswith(path) or path.startswith(mount.route_path):
+                raise InvalidRequestError(f"path is already in use by the mount {mount.route_path}")
+        namespace = await self.namespaces.create(parent, name, custom_metadata)
+        await self.mounts.load_namespace(namespace)
+        await self.policy_store(namespace.id).ensure_default()
+        log.info(
+            "namespace created", extra={"event": "namespace.created", "namespace": namespace.path}
+        )
+        return namespace
+
+    async def delete_namespace(self, namespace: Namespace) -> None:
+        """Remove a namespace with everything in it; refused while it has children."""
+        if namespace.is_root:
+            raise InvalidRequestError("the root namespace cannot be deleted")
+        if self.namespaces.children(namespace):
+            raise ConflictError(
+                f"namespace {namespace.path.rstrip('/')!r} has child namespaces; delete them first"
+            )
+        for entry in await self.tokens.all_entries():
+            if entry.namespace_id == namespace.id:
+                await self.tokens.revoke_tree(entry)
+        self.mounts.unload_namespace(namespace)
+        unregister = getattr(self.identity, "unregister", None)
+        if unregister is not None:
+            unregister(namespace.id)
+        await delete_prefix(BarrierView(self.barrier, namespace.storage_prefix))
+        self._policy_stores.pop(namespace.id, None)
+        self.access.clear()
+        await self.namespaces.forget(namespace)
+        log.info(
+            "namespace deleted", extra={"event": "namespace.deleted", "namespace": namespace.path}
+        )
 
     async def close(self) -> None:
         await self.physical.close()

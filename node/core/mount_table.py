@@ -1,8 +1,9 @@
-"""The persisted mount tables (engines and auth methods) and their backends.
+"""The persisted mount tables (engines and auth methods) of every namespace.
 
-Both tables live in the barrier (``core/mounts``, ``core/auth``). A change
-is one conditional write of the whole table, so two concurrent changes
-cannot silently overwrite each other.
+Each namespace keeps two lists in the barrier under its own prefix
+(``[namespaces/<id>/]core/mounts`` and ``.../core/auth``). A change rewrites
+the namespace's table under a lock, so two concurrent changes cannot
+silently overwrite each other.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from node.barrier.view import BarrierView
 from node.engines.registry import build_backend
 from node.errors import InvalidRequestError
+from node.namespaces.model import ROOT, Namespace
 from node.physical.base import Delete
 from node.routing.mounts import MountEntry, new_mount, normalise_path
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["MountTable", "default_auth_mounts", "default_mounts"]
 
 _TABLE_KEYS = {"secret": "mounts", "auth": "auth"}
-#: Engines that exist once, are created at init and cannot be moved or removed.
+#: Mounts every namespace has, created with it; they cannot be moved or removed.
 _PINNED = {
     ("secret", "sys/"),
     ("secret", "cubbyhole/"),
@@ -32,64 +34,112 @@ _PINNED = {
 _RESERVED_SECRET_PREFIXES = ("sys/", "auth/", "cubbyhole/", "identity/")
 
 
-def default_mounts() -> list[MountEntry]:
-    """What a fresh installation has, as the reference: sys, cubbyhole and ``secret/`` (KV v2)."""
+def default_mounts(namespace: Namespace = ROOT) -> list[MountEntry]:
+    """As the reference: sys, cubbyhole and identity everywhere; ``secret/`` (KV v2) in root."""
+    where = {"namespace_id": namespace.id, "namespace_path": namespace.path}
+    mounts = [
+        new_mount(
+            "sys/",
+            "system",
+            description="system endpoints used for control, policy and debugging",
+            **where,
+        ),
+        new_mount(
+            "cubbyhole/",
+            "cubbyhole",
+            description="per-token private secret storage",
+            local=True,
+            **where,
+        ),
+    ]
+    if namespace.is_root:
+        mounts.append(
+            new_mount(
+                "secret/",
+                "kv",
+                description="key/value secret storage",
+                options={"version": "2"},
+                **where,
+            )
+        )
+    return mounts
+
+
+def default_auth_mounts(namespace: Namespace = ROOT) -> list[MountEntry]:
     return [
         new_mount(
-            "sys/", "system", description="system endpoints used for control, policy and debugging"
-        ),
-        new_mount(
-            "cubbyhole/", "cubbyhole", description="per-token private secret storage", local=True
-        ),
-        new_mount(
-            "secret/", "kv", description="key/value secret storage", options={"version": "2"}
-        ),
+            "token/",
+            "token",
+            description="token based credentials",
+            table="auth",
+            namespace_id=namespace.id,
+            namespace_path=namespace.path,
+        )
     ]
 
 
-def default_auth_mounts() -> list[MountEntry]:
-    return [new_mount("token/", "token", description="token based credentials", table="auth")]
+_DEFAULTS = {"secret": default_mounts, "auth": default_auth_mounts}
 
 
 class MountTable:
     def __init__(self, core: Core) -> None:
         self._core = core
-        self._view = BarrierView(core.barrier, "core/")
         self._lock = asyncio.Lock()
 
+    def _view(self, namespace: Namespace) -> BarrierView:
+        return BarrierView(self._core.barrier, namespace.storage_prefix + "core/")
+
     async def load(self) -> None:
-        """Read both tables (creating the defaults once) and mount every backend."""
+        """Mount every namespace's tables (creating their defaults once)."""
         self._core.router.clear()
-        for table, defaults in (("secret", default_mounts), ("auth", default_auth_mounts)):
-            raw: list[dict[str, Any]] | None = await self._view.get_json(_TABLE_KEYS[table])
+        for namespace in self._core.namespaces.all():
+            await self.load_namespace(namespace)
+
+    async def load_namespace(self, namespace: Namespace) -> None:
+        for table in ("secret", "auth"):
+            raw: list[dict[str, Any]] | None = await self._view(namespace).get_json(
+                _TABLE_KEYS[table]
+            )
             if raw is None:
-                entries = defaults()
-                await self._save(table, entries)
+                entries = _DEFAULTS[table](namespace)
+                await self._save(namespace, table, entries)
             else:
                 entries = [MountEntry.from_json(item) for item in raw]
             for entry in entries:
                 self._mount(entry)
 
+    def unload_namespace(self, namespace: Namespace) -> None:
+        for entry in self._core.router.entries():
+            if entry.namespace_id == namespace.id:
+                self._core.router.unmount(entry.route_path)
+
     def _mount(self, entry: MountEntry) -> None:
         view = BarrierView(self._core.barrier, entry.storage_prefix)
         self._core.router.mount(entry, build_backend(entry, view, self._core))
 
-    async def _save(self, table: str, entries: list[MountEntry]) -> None:
-        await self._view.put_json(_TABLE_KEYS[table], [e.to_json() for e in entries])
+    async def _save(self, namespace: Namespace, table: str, entries: list[MountEntry]) -> None:
+        await self._view(namespace).put_json(_TABLE_KEYS[table], [e.to_json() for e in entries])
 
-    def entries(self, table: str = "secret") -> list[MountEntry]:
+    async def _save_current(self, namespace: Namespace, table: str) -> None:
+        await self._save(namespace, table, self.entries(table, namespace))
+
+    def entries(self, table: str = "secret", namespace: Namespace = ROOT) -> list[MountEntry]:
         return sorted(
-            (e for e in self._core.router.entries() if e.table == table), key=lambda e: e.path
+            (
+                e
+                for e in self._core.router.entries()
+                if e.table == table and e.namespace_id == namespace.id
+            ),
+            key=lambda e: e.path,
         )
 
-    def find(self, table: str, path: str) -> MountEntry:
+    def find(self, table: str, path: str, namespace: Namespace = ROOT) -> MountEntry:
         path = normalise_path(path)
-        for entry in self.entries(table):
+        for entry in self.entries(table, namespace):
             if entry.path == path:
                 return entry
-        raise InvalidRequestError(
-            f"no {'auth method' if table == 'auth' else 'secrets engine'} mounted at {path}"
-        )
+        kind = "auth method" if table == "auth" else "secrets engine"
+        raise InvalidRequestError(f"no {kind} mounted at {path}")
 
     def _check_free(self, entry: MountEntry) -> None:
         if entry.table == "secret" and entry.path.startswith(_RESERVED_SECRET_PREFIXES):
@@ -98,39 +148,54 @@ class MountTable:
             a, b = existing.route_path, entry.route_path
             if a.startswith(b) or b.startswith(a):
                 raise InvalidRequestError(f"path is already in use at {existing.route_path}")
+        owner = self._core.namespaces.by_id(entry.namespace_id) or ROOT
+        for namespace in self._core.namespaces.all():
+            if namespace.contains(owner):
+                continue  # the mount's own namespace or an ancestor: its path is a prefix
+            if namespace.path.startswith(entry.route_path) or entry.route_path.startswith(
+                namespace.path
+            ):
+                raise InvalidRequestError(f"path is already in use by namespace {namespace.path}")
 
     async def enable(self, entry: MountEntry) -> None:
         async with self._lock:
             self._check_free(entry)
             self._mount(entry)
-            await self._save(entry.table, self.entries(entry.table))
+            await self._save_current(self._namespace_of(entry), entry.table)
 
-    async def disable(self, table: str, path: str) -> None:
+    def _namespace_of(self, entry: MountEntry) -> Namespace:
+        namespace = self._core.namespaces.by_id(entry.namespace_id)
+        if namespace is None:
+            raise InvalidRequestError("the mount's namespace no longer exists")
+        return namespace
+
+    async def disable(self, table: str, path: str, namespace: Namespace = ROOT) -> None:
         """Unmount and delete every stored value of the mount."""
         async with self._lock:
-            entry = self.find(table, path)
+            entry = self.find(table, path, namespace)
             if (table, entry.path) in _PINNED:
                 raise InvalidRequestError(f"cannot unmount {entry.path!r}")
             self._core.router.unmount(entry.route_path)
-            await self._save(table, self.entries(table))
-            view = BarrierView(self._core.barrier, entry.storage_prefix)
-            keys = await view.list_recursive()
-            for start in range(0, len(keys), 256):
-                await view.commit([Delete(key) for key in keys[start : start + 256]])
+            await self._save_current(namespace, table)
+            await delete_prefix(BarrierView(self._core.barrier, entry.storage_prefix))
 
-    async def tune(self, table: str, path: str, **changes: Any) -> MountEntry:
+    async def tune(
+        self, table: str, path: str, namespace: Namespace = ROOT, **changes: Any
+    ) -> MountEntry:
         async with self._lock:
-            entry = self.find(table, path)
+            entry = self.find(table, path, namespace)
             tuned = entry.with_changes(**changes)
             self._core.router.unmount(entry.route_path)
             self._mount(tuned)
-            await self._save(table, self.entries(table))
+            await self._save_current(namespace, table)
             return tuned
 
-    async def remount(self, table: str, source: str, target: str) -> MountEntry:
+    async def remount(
+        self, table: str, source: str, target: str, namespace: Namespace = ROOT
+    ) -> MountEntry:
         """Move a mount; its data stays where it is (keyed by uuid, not path)."""
         async with self._lock:
-            entry = self.find(table, source)
+            entry = self.find(table, source, namespace)
             if (table, entry.path) in _PINNED:
                 raise InvalidRequestError(f"cannot remount {entry.path!r}")
             moved = entry.with_changes(path=normalise_path(target))
@@ -141,5 +206,12 @@ class MountTable:
                 self._mount(entry)
                 raise
             self._mount(moved)
-            await self._save(table, self.entries(table))
+            await self._save_current(namespace, table)
             return moved
+
+
+async def delete_prefix(view: BarrierView) -> None:
+    """Delete every key under a view, in bounded transactions."""
+    keys = await view.list_recursive()
+    for start in range(0, len(keys), 256):
+        await view.commit([Delete(key) for key in keys[start : start + 256]])

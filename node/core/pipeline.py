@@ -1,8 +1,8 @@
 """The request pipeline, in one place and in order.
 
-sealed check → route to mount → help → token → existence check (create or
-update) → ACL (and sudo) → use count → backend → last-use revocation →
-response wrapping.
+sealed check → namespace (header + path) → route to mount → help → token →
+namespace reach → existence check (create or update) → ACL (and sudo) → use
+count → backend → login completion → last-use revocation → response wrapping.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def _token_gone(request: Request) -> CofferError:
     """
     if (
         request.client_token
-        and request.path in _UNWRAP_PATHS
+        and request.path.removeprefix(request.namespace) in _UNWRAP_PATHS
         and not str(request.data.get("token") or "").strip()
     ):
         return InvalidRequestError(INVALID_WRAPPING_TOKEN)
@@ -79,11 +79,16 @@ class Pipeline:
         core = self._core
         if core.sealed:
             raise SealedError()
-        route = core.router.match(request.path)
-        if route is None:
-            raise UnsupportedPathError(
-                f"no handler for route {request.path!r}; route entry not found"
-            )
+        namespace, relative = core.namespaces.resolve(request.namespace, request.path)
+        absolute = namespace.path + relative
+        route = core.router.match(absolute)
+        if route is None or route.mount.namespace_id != namespace.id:
+            raise UnsupportedPathError(f"no handler for route {relative!r}; route entry not found")
+        # ``request.path`` becomes the absolute path (what ACLs and wrapping see);
+        # the backend gets the mount-relative one.
+        request = replace(
+            request, path=absolute, namespace=namespace.path, namespace_id=namespace.id
+        )
         routed = replace(
             request,
             path=route.relative_path,
@@ -116,6 +121,8 @@ class Pipeline:
         with core.metrics.request_seconds.labels(routed.operation.value).time():
             try:
                 response = await backend.handle(routed) or Response()
+                if response.login is not None:
+                    response = await core.logins.complete(response, routed, route.mount)
             finally:
                 if entry is not None and entry.num_uses == -1:
                     await core.tokens.revoke_tree(entry)
@@ -129,12 +136,17 @@ class Pipeline:
             raise _token_gone(request)
         if token.bound_cidrs and not _address_in(request.remote_addr, token.bound_cidrs):
             raise PermissionDeniedError()
+        # A token acts in its own namespace and below, never in a sibling or ancestor.
+        home = self._core.namespaces.by_id(token.namespace_id)
+        target = self._core.namespaces.by_id(request.namespace_id)
+        if home is None or target is None or not home.contains(target):
+            raise PermissionDeniedError()
         return token
 
     async def _authorize(
         self, entry: TokenEntry, original: Request, routed: Request, needs_sudo: bool
     ) -> Request:
-        acl = await self._core.policies.acl(entry.policies)
+        acl = await self._core.access.acl_for(entry)
         decision = acl.allow(routed.operation.value, original.path, routed.data, original.wrap_ttl)
         if not decision.allowed or (needs_sudo and not decision.sudo):
             raise PermissionDeniedError()

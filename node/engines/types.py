@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from node.routing.mounts import MountEntry
 
-__all__ = ["AUTH_TYPES", "ENGINE_TYPES", "kv_version"]
+__all__ = ["AUTH_TYPES", "ENGINE_TYPES", "PLUGGABLE", "kv_version"]
 
 ENGINE_TYPES = ("kv", "kv-v1", "kv-v2")
+#: Backends built as ``Class(view, mount, core)``, by import path.
+PLUGGABLE: dict[str, str] = {
+    "userpass": "node.auth.userpass.backend:UserpassBackend",
+    "idp": "node.auth.idp.backend:IdpBackend",
+    "identity": "node.identity.backend:IdentityBackend",
+}
 #: Auth methods that can be enabled with ``sys/auth`` (``token`` exists once, at ``token/``).
-AUTH_TYPES: tuple[str, ...] = ()
+AUTH_TYPES: tuple[str, ...] = ("userpass", "idp")
 
 
 def kv_version(entry: MountEntry) -> str:

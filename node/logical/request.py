@@ -59,7 +59,9 @@ class Request:
     data: Mapping[str, Any] = field(default_factory=dict)
     id: str = ""
     client_token: str = ""
+    #: The namespace header on arrival; the resolved namespace path after routing.
     namespace: str = ""
+    namespace_id: str = "root"
     remote_addr: str = ""
     wrap_ttl: int = 0
     headers: Mapping[str, str] = field(default_factory=dict)

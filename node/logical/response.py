@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Auth", "Response", "WrapInfo"]
+__all__ = ["Auth", "Login", "Response", "WrapInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,27 @@ class Auth:
 
 
 @dataclass(frozen=True, slots=True)
+class Login:
+    """What an auth method hands the core after checking credentials.
+
+    The method decides *who* (alias name, groups) and *what* (policies and the
+    token settings of its config, user or role); the core mints the token,
+    links the alias to an identity entity and applies the mount's TTL limits.
+    ``token`` is a ``node.auth.common.TokenSettings`` (typed loosely here so
+    ``node.logical`` stays free of auth imports).
+    """
+
+    alias_name: str
+    policies: list[str]
+    token: Any
+    display_name: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    alias_metadata: dict[str, str] = field(default_factory=dict)
+    #: Names of groups in the external system (become group aliases on this mount).
+    group_aliases: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class WrapInfo:
     """The ``wrap_info`` block that replaces ``data`` in a wrapped response."""
 
@@ -71,6 +92,8 @@ class Response:
     warnings: list[str] = field(default_factory=list)
     auth: Auth | None = None
     wrap_info: WrapInfo | None = None
+    #: Set by auth methods on a successful login; the pipeline turns it into ``auth``.
+    login: Login | None = None
     lease_id: str = ""
     lease_duration: int = 0
     renewable: bool = False
@@ -86,5 +109,6 @@ class Response:
             and not self.warnings
             and self.auth is None
             and self.wrap_info is None
+            and self.login is None
             and self.raw is None
         )

@@ -139,6 +139,19 @@ class PolicyStore:
             self._acls[key] = acl
         return acl
 
+    @property
+    def generation(self) -> int:
+        """Bumped on every change; callers caching derived ACLs compare it."""
+        return self._generation
+
+    async def rendered(
+        self, names: Iterable[str], identity: Mapping[str, str] | None = None
+    ) -> builtins.list[Policy]:
+        """The named policies with identity templates resolved (unknown names skipped)."""
+        wanted = sorted({normalize_name(name) for name in names})
+        policies = [policy for name in wanted if (policy := await self.get(name)) is not None]
+        return [render_templates(policy, identity) for policy in policies]
+
     def invalidate(self, name: str | None = None) -> None:
         """Forget cached state for ``name`` (``None``: everything); ACLs always go."""
         self._generation += 1

@@ -27,15 +27,19 @@ class MountEntry:
     seal_wrap: bool = False
     #: "secret" for engines (``sys/mounts``), "auth" for methods (``sys/auth``).
     table: str = "secret"
+    namespace_id: str = "root"
+    #: The namespace's path ("" for root, "team-a/" for a child); fixed for life.
+    namespace_path: str = ""
 
     @property
     def route_path(self) -> str:
-        """Where the router finds it: auth methods live under ``auth/``."""
-        return f"auth/{self.path}" if self.table == "auth" else self.path
+        """Where the router finds it: the namespace path, then ``auth/`` for methods."""
+        return self.namespace_path + (f"auth/{self.path}" if self.table == "auth" else self.path)
 
     @property
     def storage_prefix(self) -> str:
-        return f"{'auth' if self.table == 'auth' else 'logical'}/{self.uuid}/"
+        namespace = "" if self.namespace_id == "root" else f"namespaces/{self.namespace_id}/"
+        return f"{namespace}{'auth' if self.table == 'auth' else 'logical'}/{self.uuid}/"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -21,6 +21,7 @@ from typing import Any
 from tests.cluster.harness import Cluster, NodeProcess
 
 SECONDS = 3.0
+IDLE_LINKS = 3.0  # > the harness's connection_timeout (2 s)
 
 
 def run(node: NodeProcess, workers: int) -> str:
@@ -60,13 +61,17 @@ def failover_trial(root: Path, **overrides: Any) -> tuple[float, float]:
         followers = cluster.followers(leader)
         for node in followers:
             node.request("load_start", prefix=node.name, workers=4)
-        time.sleep(1.0)
+        time.sleep(IDLE_LINKS)  # follower-to-follower links idle past connection_timeout
         killed = time.monotonic()
         leader.kill()
         cluster.wait_for_leader(timeout=30)
         elected = time.monotonic() - killed
         time.sleep(2.0)
-        timeline = [t for node in followers for t in node.request("load_stop", prefix=node.name, wait=60)["timeline"]]
+        timeline = [
+            t
+            for node in followers
+            for t in node.request("load_stop", prefix=node.name, wait=60)["timeline"]
+        ]
         resumed = min(ack for sent, ack in timeline if sent > killed) - killed
         return elected, resumed
     finally:

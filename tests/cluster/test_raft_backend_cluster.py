@@ -91,7 +91,7 @@ def test_leader_killed_under_load_loses_no_acknowledged_write(cluster: Cluster) 
     followers = cluster.followers(leader)
     for node in followers:
         node.request("load_start", prefix=node.name, workers=4)
-    time.sleep(1.0)
+    time.sleep(2.5)  # the follower-to-follower link idles past connection_timeout (2 s)
 
     killed_at = time.monotonic()
     leader.kill()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_commands import FakeServer, run, serving
+from tests.unit.test_cli_commands import FakeServer, run, serving
 
 META: dict[str, Any] = {
     "created_time": "2024-01-01T00:00:00Z",

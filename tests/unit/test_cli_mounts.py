@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_commands import FakeServer, run, serving
+from tests.unit.test_cli_commands import FakeServer, run, serving
 
 
 @pytest.fixture

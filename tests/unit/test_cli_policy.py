@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_cli_commands import FakeServer, isolate_env, run, serving
+from tests.unit.test_cli_commands import FakeServer, isolate_env, run, serving
 
 from node.cli.hclfmt import HclFormatError, format_hcl
 

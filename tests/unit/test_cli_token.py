@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_commands import FakeServer, Terminal, run, serving
+from tests.unit.test_cli_commands import FakeServer, Terminal, run, serving
 
 AUTH: dict[str, Any] = {
     "request_id": "r-1",

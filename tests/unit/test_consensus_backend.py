@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -340,8 +341,13 @@ async def test_export_and_restore_round_trip(backend: RaftBackend, tmp_path: Pat
 
 
 async def test_closed_backends_refuse_work(backend: RaftBackend) -> None:
+    waiter = asyncio.create_task(backend.wait_for_index(backend.applied_index() + 10, 10))
+    await asyncio.sleep(0.01)
     await backend.close()
     await backend.close()
+
+    with pytest.raises(StorageError, match="closed"):
+        await waiter
 
     with pytest.raises(StorageError, match="closed"):
         await backend.get("k")
@@ -392,3 +398,15 @@ def test_journal_hook_only_replaces_the_library_function() -> None:
 
     assert compat._syncobj.createJournal is compat._create_journal
     assert type(compat._create_journal(None)).__name__ == "MemoryJournal"
+
+
+async def test_close_leaves_no_thread_or_file_descriptor(tmp_path: Path) -> None:
+    fds_before = len(os.listdir("/proc/self/fd"))
+    store = await open_single_node(tmp_path / "raft")
+    await store.put("k", b"v")
+    assert any(thread.name == "coffer-raft-node-1" for thread in threading.enumerate())
+
+    await store.close()
+
+    assert not any(thread.name.startswith("coffer-raft") for thread in threading.enumerate())
+    assert len(os.listdir("/proc/self/fd")) <= fds_before

@@ -148,12 +148,16 @@ def test_a_snapshot_streams_to_a_follower_and_loads(tmp_path: Path) -> None:
     follower_state = KVState()
     follower, journal = make_store(tmp_path / "follower", follower_state)
 
+    loaded: list[int] = []
+    follower.on_loaded = loaded.append
+
     chunks = stream(leader, "peer")
     results = [follower.setTransmissionData(chunk) for chunk in chunks]
 
     assert len(chunks) > 2
     assert results[-1] is True and not any(results[:-1])
     follower.deserialize()
+    assert loaded == [1399], "subscribers hear that every key may have changed"
     assert follower_state.get("secret/app") == (MARKER, 2)
     assert follower_state.applied_index == 1399
     leader.close()

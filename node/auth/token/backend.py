@@ -11,6 +11,7 @@ from node.errors import InvalidRequestError, PermissionDeniedError, UnsupportedP
 from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Auth, Response
+from node.namespaces.model import ROOT, Namespace
 from node.tokens.entry import TokenEntry
 from node.tokens.ttl import renewed_expiry
 
@@ -41,8 +42,9 @@ class TokenBackend(FrameworkBackend):
     type = "token"
     help_text = "The token store: create, look up, renew and revoke tokens; manage token roles."
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
         self._core = core
+        self._namespace = namespace
         token_field = {"token": Field(FieldType.STRING, "The token.")}
         accessor_field = {"accessor": Field(FieldType.STRING, "The token's accessor.")}
         increment = {"increment": Field(FieldType.DURATION, "Seconds to extend the TTL by.", 0)}
@@ -162,7 +164,10 @@ class TokenBackend(FrameworkBackend):
     async def _warn_missing_policies(self, policies: list[str]) -> list[str]:
         warnings = []
         for name in policies:
-            if name not in ("root", "default") and await self._core.policies.get(name) is None:
+            if (
+                name not in ("root", "default")
+                and await self._core.policy_store(self._namespace.id).get(name) is None
+            ):
                 warnings.append(f'Policy "{name}" does not exist')
         return warnings
 
@@ -190,6 +195,7 @@ class TokenBackend(FrameworkBackend):
             orphan_path=orphan,
             role_name=role_name,
             role=role,
+            namespace_id=self._namespace.id,
         )
         auth, warnings = await create_token(context, data)
         warnings += await self._warn_missing_policies(auth.token_policies)
@@ -210,15 +216,15 @@ class TokenBackend(FrameworkBackend):
         if not data.get("token"):
             return await self._lookup_self(request, data)
         entry = await self._named(data)
-        return Response(data=entry.lookup_data(data.get("token")))
+        return Response(data=await self._core.describe_token(entry, data.get("token")))
 
     async def _lookup_self(self, request: Request, data: FieldData) -> Response:
         entry = await self._caller(request)
-        return Response(data=entry.lookup_data(request.client_token))
+        return Response(data=await self._core.describe_token(entry, request.client_token))
 
     async def _lookup_accessor(self, request: Request, data: FieldData) -> Response:
         entry = await self._by_accessor(data)
-        return Response(data=entry.lookup_data(""))
+        return Response(data=await self._core.describe_token(entry, ""))
 
     # -- renew -------------------------------------------------------------------------------
 

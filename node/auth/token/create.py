@@ -30,6 +30,8 @@ class CreateContext:
     orphan_path: bool = False
     role_name: str = ""
     role: dict[str, Any] | None = None
+    #: The namespace of the token mount the request came through: the new token's home.
+    namespace_id: str = ""
 
 
 def _sanitise(policies: list[str]) -> list[str]:
@@ -218,7 +220,7 @@ async def create_token(ctx: CreateContext, data: FieldData) -> tuple[Auth, list[
         role=ctx.role_name,
         bound_cidrs=bound_cidrs,
         entity_id=parent.entity_id,
-        namespace_id=parent.namespace_id,
+        namespace_id=ctx.namespace_id or parent.namespace_id,
     )
     if token_type == "batch":
         client_token = await ctx.store.batch.encode(entry)

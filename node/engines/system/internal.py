@@ -36,6 +36,7 @@ from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
 from node.framework.openapi import DocumentBuilder, Template, render_pattern
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.namespaces.model import ROOT, Namespace
 from node.policy.acl import ACL
 from node.policy.model import DENY
 
@@ -81,24 +82,26 @@ def reachable(acl: ACL, route_path: str, template: Template) -> bool:
     return any(acl.capabilities(candidate) != [DENY] for candidate in candidates)
 
 
-def internal_paths(core: Core) -> list[Path]:
+def internal_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
     async def openapi(request: Request, data: FieldData) -> Response:
         # Imported here: the core imports the engines (and so this module).
         from node.core.core import VERSION
 
         acl: ACL | None = None
-        if request.auth is not None:
-            acl = await core.policies.acl(request.auth.policies)
+        caller = await core.tokens.lookup(request.client_token) if request.client_token else None
+        if caller is not None:
+            acl = await core.access.acl_for(caller)
             if acl.is_root:
                 acl = None
         generic = bool(data.get("generic_mount_paths"))
         builder = DocumentBuilder(VERSION)
-        for mount in sorted(core.router.entries(), key=lambda entry: entry.route_path):
+        mounts = [m for m in core.router.entries() if m.namespace_id == namespace.id]
+        for mount in sorted(mounts, key=lambda entry: entry.route_path):
             route = core.router.match(mount.route_path)
             if route is None or not isinstance(route.backend, FrameworkBackend):
                 continue
-            prefix = mount.route_path
-            url_prefix = prefix
+            prefix = mount.route_path  # absolute, for ACL probes
+            url_prefix = prefix[len(namespace.path) :]  # the document is namespace-relative
             extra: dict[str, dict[str, Any]] = {}
             if generic and mount.type not in _FIXED_MOUNTS:
                 name = f"{mount.type}_mount_path"
@@ -115,7 +118,7 @@ def internal_paths(core: Core) -> list[Path]:
                     builder.add(
                         entry,
                         "/" + (url_prefix + template.text).strip("/"),
-                        name=prefix + template.text,
+                        name=url_prefix + template.text,
                         tag=mount.type,
                         synthetic=template.synthetic,
                         extra_parameters=extra,

@@ -11,6 +11,7 @@ from node.framework import Field, FieldData, FieldType, Path
 from node.framework.fields import convert, parse_duration
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.namespaces.model import ROOT, Namespace
 from node.routing.mounts import MountEntry, new_mount, normalise_path
 
 if TYPE_CHECKING:
@@ -80,14 +81,14 @@ def _tune_view(entry: MountEntry, core: Core) -> dict[str, Any]:
     }
 
 
-def mount_paths(core: Core) -> list[Path]:
+def mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
     def table_paths(table: str, prefix: str, types: tuple[str, ...]) -> list[Path]:
         async def listing(request: Request, data: FieldData) -> Response:
-            shown = {e.path: e.describe() for e in core.mounts.entries(table)}
+            shown = {e.path: e.describe() for e in core.mounts.entries(table, namespace)}
             return Response(data=shown, top_level_data=True)
 
         async def read(request: Request, data: FieldData) -> Response:
-            return Response(data=core.mounts.find(table, data.get("path")).describe())
+            return Response(data=core.mounts.find(table, data.get("path"), namespace).describe())
 
         async def enable(request: Request, data: FieldData) -> None:
             type_ = data.get("type") or data.get("plugin_name")
@@ -105,20 +106,22 @@ def mount_paths(core: Core) -> list[Path]:
                 local=data.get("local"),
                 seal_wrap=data.get("seal_wrap"),
                 table=table,
+                namespace_id=namespace.id,
+                namespace_path=namespace.path,
             )
             await core.mounts.enable(entry)
 
         async def disable(request: Request, data: FieldData) -> None:
-            await core.mounts.disable(table, data.get("path"))
+            await core.mounts.disable(table, data.get("path"), namespace)
 
         async def read_tune(request: Request, data: FieldData) -> Response:
             return Response(
-                data=_tune_view(core.mounts.find(table, data.get("path")), core),
+                data=_tune_view(core.mounts.find(table, data.get("path"), namespace), core),
                 top_level_data=True,
             )
 
         async def tune(request: Request, data: FieldData) -> None:
-            entry = core.mounts.find(table, data.get("path"))
+            entry = core.mounts.find(table, data.get("path"), namespace)
             config = dict(entry.config)
             config.update(
                 _config(
@@ -148,7 +151,7 @@ def mount_paths(core: Core) -> list[Path]:
                         "changing the kv version of an existing mount is not supported"
                     )
                 changes["options"] = options
-            await core.mounts.tune(table, entry.path, **changes)
+            await core.mounts.tune(table, entry.path, namespace, **changes)
 
         return [
             # Listing needs no sudo, not even for auth methods: the reference's
@@ -180,8 +183,8 @@ def mount_paths(core: Core) -> list[Path]:
         table = "auth" if source_auth else "secret"
         if source_auth:
             source, target = source.removeprefix("auth/"), target.removeprefix("auth/")
-        original = core.mounts.find(table, source).path
-        moved = await core.mounts.remount(table, source, target)
+        original = core.mounts.find(table, source, namespace).path
+        moved = await core.mounts.remount(table, source, target, namespace)
         migration_id = str(uuid.uuid4())
         prefix = "auth/" if source_auth else ""
         # A move here finishes before the response; the record lets Vault's

@@ -8,6 +8,7 @@ from node.errors import InvalidRequestError, PermissionDeniedError, UnsupportedP
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.namespaces.model import ROOT, Namespace
 from node.tokens.entry import TokenEntry
 
 if TYPE_CHECKING:
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
 __all__ = ["policy_paths"]
 
 
-def policy_paths(core: Core) -> list[Path]:
-    store = core.policies
+def policy_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
+    store = core.policy_store(namespace.id)
 
     async def list_policies(request: Request, data: FieldData) -> Response:
         names = await store.list(include_root=True)
@@ -58,8 +59,10 @@ def policy_paths(core: Core) -> list[Path]:
             raise InvalidRequestError("invalid token")
         if not paths:
             raise InvalidRequestError("paths must be supplied")
-        acl = await store.acl(entry.policies)
-        result: dict[str, object] = {path: acl.capabilities(path) for path in paths}
+        acl = await core.access.acl_for(entry)
+        result: dict[str, object] = {
+            path: acl.capabilities(namespace.path + path) for path in paths
+        }
         if len(paths) == 1:
             result["capabilities"] = result[paths[0]]
         return Response(data=dict(result), top_level_data=True)

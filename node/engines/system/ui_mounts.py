@@ -13,6 +13,7 @@ from node.errors import PermissionDeniedError, UnsupportedPathError
 from node.framework import FieldData, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.namespaces.model import ROOT, Namespace
 from node.policy.acl import ACL
 from node.routing.mounts import MountEntry
 
@@ -51,15 +52,17 @@ def _describe(entry: MountEntry) -> dict[str, Any]:
     }
 
 
-def ui_mount_paths(core: Core) -> list[Path]:
+def ui_mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
     async def caller_acl(request: Request) -> ACL | None:
         entry = await core.tokens.lookup(request.client_token) if request.client_token else None
-        return await core.policies.acl(entry.policies) if entry else None
+        return await core.access.acl_for(entry) if entry else None
 
     async def listing(request: Request, data: FieldData) -> Response:
         acl = await caller_acl(request)
         shown: dict[str, dict[str, Any]] = {"secret": {}, "auth": {}}
         for entry in core.router.entries():
+            if entry.namespace_id != namespace.id:
+                continue
             if acl is not None and can_reach_mount(acl, entry.route_path):
                 shown[entry.table][entry.path] = _describe(entry)
         return Response(data=shown)
@@ -68,13 +71,13 @@ def ui_mount_paths(core: Core) -> list[Path]:
         acl = await caller_acl(request)
         if acl is None:
             raise PermissionDeniedError()
-        route = core.router.match(data.get("path"))
-        if route is None:
+        route = core.router.match(namespace.path + data.get("path"))
+        if route is None or route.mount.namespace_id != namespace.id:
             raise UnsupportedPathError()
         if not can_reach_mount(acl, route.mount.route_path):
             raise PermissionDeniedError()
         body = _describe(route.mount)
-        body["path"] = route.mount.route_path
+        body["path"] = route.mount.route_path[len(namespace.path) :]
         return Response(data=body)
 
     return [

@@ -1,0 +1,233 @@
+"""``auth/idp``: config, local users and groups, and the unauthenticated login.
+
+Built by the mount table as ``IdpBackend(view, mount, core)``. Outgoing calls
+go through ``core.http_client`` (a ``node.outbound.HttpClient`` the server
+sets), so this package never touches aiohttp.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from node.auth.idp.config import NO_API_TOKEN_WARNING, IdpConfig, config_fields
+from node.auth.idp.login import authenticate, policies_for
+from node.auth.idp.mappings import (
+    GroupEntry,
+    Mappings,
+    UserEntry,
+    clean_groups,
+    clean_policies,
+    shown_policies,
+)
+from node.auth.idp.provider import ProviderClient
+from node.barrier.view import BarrierView
+from node.errors import (
+    CofferError,
+    InvalidRequestError,
+    PermissionDeniedError,
+    UnsupportedPathError,
+)
+from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
+from node.logical.request import Operation, Request
+from node.logical.response import Login, Response
+from node.outbound import HttpClient
+from node.routing.mounts import MountEntry
+
+if TYPE_CHECKING:
+    from node.core.core import Core
+
+__all__ = ["IdpBackend"]
+
+_CONFIG = "config"
+
+_HELP = """
+The identity-provider method checks a username and password (and a TOTP
+passcode when the provider asks for MFA) against an Okta-compatible provider.
+Policies come from the config's token_policies, the locally defined user, and
+the local groups named like the user's provider groups (looked up only when
+an api_token is configured) or assigned to the local user.
+"""
+
+
+class IdpBackend(FrameworkBackend):
+    type = "idp"
+    help_text = _HELP
+
+    def __init__(self, view: BarrierView, mount: MountEntry, core: Core) -> None:
+        self._view = view
+        self._mount = mount
+        self._core = core
+        self._mappings = Mappings(view)
+        name = Field(FieldType.STRING, "Name of the user or group.", required=True)
+        policies = Field(FieldType.COMMA_STRING_LIST, "Policies granted.")
+        super().__init__(
+            [
+                Path(
+                    "config",
+                    {Operation.READ: self._read_config, Operation.UPDATE: self._write_config},
+                    config_fields(),
+                    "Configure the identity provider.",
+                    exists=self._config_exists,
+                ),
+                Path("users/?", {Operation.LIST: self._list_users}, {}, "List local users."),
+                Path(
+                    r"users/(?P<name>.+)",
+                    {
+                        Operation.READ: self._read_user,
+                        Operation.UPDATE: self._write_user,
+                        Operation.DELETE: self._delete_user,
+                    },
+                    {
+                        "name": name,
+                        "groups": Field(FieldType.COMMA_STRING_LIST, "Local groups of the user."),
+                        "policies": policies,
+                    },
+                    "Manage a local user: extra groups and policies.",
+                    exists=self._user_exists,
+                ),
+                Path("groups/?", {Operation.LIST: self._list_groups}, {}, "List local groups."),
+                Path(
+                    r"groups/(?P<name>.+)",
+                    {
+                        Operation.READ: self._read_group,
+                        Operation.UPDATE: self._write_group,
+                        Operation.DELETE: self._delete_group,
+                    },
+                    {"name": name, "policies": policies},
+                    "Manage a local group (matched case-insensitively to provider groups).",
+                    exists=self._group_exists,
+                ),
+                Path(
+                    r"login/(?P<username>.+)",
+                    {Operation.UPDATE: self._login},
+                    {
+                        "username": Field(FieldType.STRING, "Username at the provider."),
+                        "password": Field(FieldType.STRING, "Password.", required=True),
+                        "totp": Field(FieldType.STRING, "TOTP passcode, when MFA is required."),
+                    },
+                    "Log in with a username and password.",
+                    unauthenticated=True,
+                ),
+            ]
+        )
+
+    # -- config ---------------------------------------------------------------
+
+    async def _config(self) -> IdpConfig | None:
+        raw = await self._view.get_json(_CONFIG)
+        return IdpConfig.from_json(raw) if raw is not None else None
+
+    async def _config_exists(self, request: Request, data: FieldData) -> bool:
+        return await self._view.get(_CONFIG) is not None
+
+    async def _read_config(self, request: Request, data: FieldData) -> Response:
+        config = await self._config()
+        if config is None:
+            raise UnsupportedPathError()
+        return Response(data=config.public(), warnings=config.warnings())
+
+    async def _write_config(self, request: Request, data: FieldData) -> Response:
+        current = await self._config() or IdpConfig(org_name="")
+        config = current.updated(data)
+        await self._view.put_json(_CONFIG, config.to_json())
+        warnings = config.warnings()
+        if not config.api_token:
+            warnings.append(NO_API_TOKEN_WARNING)
+        return Response(warnings=warnings)
+
+    # -- users ----------------------------------------------------------------
+
+    async def _user_exists(self, request: Request, data: FieldData) -> bool:
+        return await self._mappings.user(data.get("name")) is not None
+
+    async def _list_users(self, request: Request, data: FieldData) -> Response:
+        return _listing(await self._mappings.users())
+
+    async def _read_user(self, request: Request, data: FieldData) -> Response:
+        user = await self._mappings.user(data.get("name"))
+        if user is None:
+            raise UnsupportedPathError()
+        return Response(data={"groups": user.groups, "policies": shown_policies(user.policies)})
+
+    async def _write_user(self, request: Request, data: FieldData) -> None:
+        name = data.get("name")
+        user = await self._mappings.user(name) or UserEntry()
+        groups = clean_groups(data.get("groups")) if data.given("groups") else user.groups
+        policies = clean_policies(data.get("policies")) if data.given("policies") else user.policies
+        await self._mappings.put_user(name, UserEntry(groups, policies))
+
+    async def _delete_user(self, request: Request, data: FieldData) -> None:
+        await self._mappings.delete_user(data.get("name"))
+
+    # -- groups ---------------------------------------------------------------
+
+    async def _group_exists(self, request: Request, data: FieldData) -> bool:
+        return await self._mappings.group(data.get("name")) is not None
+
+    async def _list_groups(self, request: Request, data: FieldData) -> Response:
+        return _listing(await self._mappings.groups())
+
+    async def _read_group(self, request: Request, data: FieldData) -> Response:
+        group = await self._mappings.group(data.get("name"))
+        if group is None:
+            raise UnsupportedPathError()
+        return Response(data={"policies": shown_policies(group.policies)})
+
+    async def _write_group(self, request: Request, data: FieldData) -> None:
+        name = data.get("name")
+        group = await self._mappings.group(name) or GroupEntry()
+        policies = (
+            clean_policies(data.get("policies")) if data.given("policies") else group.policies
+        )
+        await self._mappings.put_group(name, GroupEntry(policies))
+
+    async def _delete_group(self, request: Request, data: FieldData) -> None:
+        await self._mappings.delete_group(data.get("name"))
+
+    # -- login ----------------------------------------------------------------
+
+    def _http(self) -> HttpClient:
+        client: Any = getattr(self._core, "http_client", None)
+        if not isinstance(client, HttpClient):
+            raise CofferError("no outbound HTTP client is configured on this server")
+        return client
+
+    async def _login(self, request: Request, data: FieldData) -> Response:
+        username: str = data.get("username")
+        config = await self._config()
+        if config is None:
+            raise InvalidRequestError("idp auth method not configured")
+        # Checked here as well as by the core, so a refused address never
+        # makes the server send the password to the provider.
+        if not config.token.allows_address(request.remote_addr):
+            raise PermissionDeniedError("login is not allowed from this address")
+        client = ProviderClient(self._http(), config.origin, config.api_token)
+        granted = await authenticate(
+            client,
+            config,
+            username,
+            data.get("password"),
+            data.get("totp") or "",
+            _header(request, "X-Forwarded-For"),
+        )
+        policies, groups = await policies_for(self._mappings, username, granted.provider_groups)
+        login = Login(
+            alias_name=username,
+            policies=policies,
+            token=config.token,
+            display_name=username,
+            metadata={"username": username, "policies": ",".join(policies)},
+            group_aliases=groups,
+        )
+        return Response(login=login, warnings=granted.warnings)
+
+
+def _listing(keys: list[str]) -> Response:
+    if not keys:
+        raise UnsupportedPathError()
+    return Response(data={"keys": keys})
+
+
+def _header(request: Request, name: str) -> str:
+    wanted = name.lower()
+    return next((v for k, v in request.headers.items() if k.lower() == wanted), "")

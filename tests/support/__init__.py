@@ -1,0 +1,1 @@
+"""Test helpers that are not tests: the identity-provider emulator."""
