@@ -73,14 +73,16 @@ class LoginCompleter:
         now = time.time()
         default_ttl = int(mount.config.get("default_lease_ttl") or core.settings.default_lease_ttl)
         max_ttl = int(mount.config.get("max_lease_ttl") or core.settings.max_lease_ttl)
+        if settings.max_ttl:
+            max_ttl = min(max_ttl, settings.max_ttl)
         lifetime = initial_lifetime(
             now=now,
             ttl=settings.ttl,
             period=settings.period,
             explicit_max_ttl=settings.explicit_max_ttl,
             root_policy=False,
-            default_ttl=min(default_ttl, settings.max_ttl) if settings.max_ttl else default_ttl,
-            max_ttl=min(max_ttl, settings.max_ttl) if settings.max_ttl else max_ttl,
+            default_ttl=min(default_ttl, max_ttl),
+            max_ttl=max_ttl,
         )
         display = (
             f"{mount.path.rstrip('/').replace('/', '-')}-{login.display_name or login.alias_name}"
@@ -103,6 +105,7 @@ class LoginCompleter:
             entity_id=entity_id,
             bound_cidrs=list(settings.bound_cidrs),
             namespace_id=namespace_id,
+            max_ttl=max_ttl,
         )
         if entry.type == "batch":
             entry = replace(entry, num_uses=0, period=0)

@@ -46,6 +46,8 @@ class TokenEntry:
     last_renewal_time: float = 0.0
     bound_cidrs: list[str] = field(default_factory=list)
     namespace_id: str = "root"
+    #: The issuing method's max TTL at creation (0: the server's); renewals never pass it.
+    max_ttl: int = 0
 
     @property
     def is_root(self) -> bool:

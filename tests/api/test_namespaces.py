@@ -66,7 +66,17 @@ async def test_create_read_list_and_nested_creation(dev: DevServer) -> None:
 
 
 async def test_names_are_validated(dev: DevServer) -> None:
-    for bad in ("root", "sys", "auth", "identity", "cubbyhole", "audit", "a%20b", "bad*name", "a.b%2Fc"):
+    for bad in (
+        "root",
+        "sys",
+        "auth",
+        "identity",
+        "cubbyhole",
+        "audit",
+        "a%20b",
+        "bad*name",
+        "a.b%2Fc",
+    ):
         status, body = await call(dev, "POST", f"sys/namespaces/{bad}")
         assert status == 400, (bad, body)
         assert body["errors"]

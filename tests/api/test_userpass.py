@@ -367,3 +367,20 @@ async def _all_keys(dev: DevServer, prefix: str = "") -> list[str]:
         else:
             keys.append(prefix + child)
     return keys
+
+
+async def test_renewal_never_passes_the_methods_max_ttl(dev: DevServer) -> None:
+    """token_max_ttl caps renewals too, not only the first TTL."""
+    await dev.client.post("/v1/sys/auth/userpass", json={"type": "userpass"}, headers=dev.auth)
+    await dev.client.post(
+        "/v1/auth/userpass/users/renewer",
+        json={"password": "pw-renew-1", "token_ttl": "60s", "token_max_ttl": "120s"},
+        headers=dev.auth,
+    )
+    resp = await dev.client.post("/v1/auth/userpass/login/renewer", json={"password": "pw-renew-1"})
+    token = (await resp.json())["auth"]["client_token"]
+    resp = await dev.client.post(
+        "/v1/auth/token/renew-self", json={"increment": "1h"}, headers={"X-Service-Token": token}
+    )
+    assert resp.status == 200
+    assert (await resp.json())["auth"]["lease_duration"] <= 120

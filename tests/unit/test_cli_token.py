@@ -363,7 +363,7 @@ def test_login_with_a_bad_token(
     assert not (tmp_path / ".coffer-token").exists()
     code, _, err = run(capsys, "login", "-method=userpass", "x")
     assert code == 2
-    assert 'unsupported auth method "userpass"' in err
+    assert "invalid key/value pair 'x'" in err
 
 
 # --- wrapping ------------------------------------------------------------------------------------

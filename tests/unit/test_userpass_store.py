@@ -14,7 +14,7 @@ from node.auth.userpass.passwords import Passwords
 from node.auth.userpass.store import UserEntry, UserStore
 from node.barrier.barrier import Barrier, StoredValue
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, UnsupportedPathError
+from node.errors import ConflictError, InvalidRequestError, UnsupportedPathError
 from node.logical.request import Operation, Request
 from node.logical.response import Login
 from node.physical.base import Put
@@ -127,6 +127,17 @@ async def test_existence_follows_the_stored_user(backend: UserpassBackend) -> No
     assert await backend.exists(request)
     with pytest.raises(UnsupportedPathError):
         await send(backend, Operation.READ, "users/alice/other")
+
+
+async def test_create_and_update_do_not_turn_into_each_other(backend: UserpassBackend) -> None:
+    """The pipeline chose create or update (and checked the ACL for it) before the write."""
+    await send(backend, Operation.CREATE, "users/alice", password="pw")
+    with pytest.raises(ConflictError):
+        await send(backend, Operation.CREATE, "users/alice", password="other")
+    with pytest.raises(InvalidRequestError, match="does not exist"):
+        await send(backend, Operation.UPDATE, "users/bob", password="pw")
+    response = await send(backend, Operation.UPDATE, "login/alice", password="pw")
+    assert response.login is not None  # type: ignore[attr-defined]
 
 
 async def test_the_record_holds_a_hash_only(backend: UserpassBackend, view: BarrierView) -> None:

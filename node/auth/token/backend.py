@@ -232,8 +232,12 @@ class TokenBackend(FrameworkBackend):
         if entry.type == "batch":
             raise InvalidRequestError("batch tokens cannot be renewed")
         now = time.time()
+        server_max = self._core.settings.max_lease_ttl
         lifetime = renewed_expiry(
-            entry, now=now, increment=increment, max_ttl=self._core.settings.max_lease_ttl
+            entry,
+            now=now,
+            increment=increment,
+            max_ttl=min(server_max, entry.max_ttl) if entry.max_ttl else server_max,
         )
         renewed = entry.with_changes(expire_time=lifetime.expire_time, last_renewal_time=now)
         await self._core.tokens.save(renewed)

@@ -21,7 +21,7 @@ from node.auth.userpass.fields import (
 from node.auth.userpass.passwords import Passwords
 from node.auth.userpass.store import UserEntry, UserStore
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, UnsupportedPathError
+from node.errors import ConflictError, InvalidRequestError, UnsupportedPathError
 from node.framework import FieldData, FrameworkBackend, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Login, Response
@@ -141,6 +141,12 @@ class UserpassBackend(FrameworkBackend):
         new_hash = await self._passwords.hash(password) if password is not None else None
 
         def change(found: UserEntry | None) -> UserEntry:
+            # The ACL was checked for create or update; a concurrent write must not
+            # turn one into the other (a create-only token overwriting a user).
+            if found is not None and request.operation is Operation.CREATE:
+                raise ConflictError("the user was created concurrently; retry the request")
+            if found is None and request.operation is Operation.UPDATE:
+                raise InvalidRequestError("username does not exist")
             if found is None and new_hash is None:
                 raise InvalidRequestError("missing password")
             settings = token_settings(data, found.token if found else None)
