@@ -62,22 +62,31 @@ async def dev_identity(dev: DevServer) -> DevServer:
     return dev
 
 
-async def call(dev: DevServer, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    resp = await dev.client.request(method, f"/v1/identity/{path}", json=body, headers=dev.auth)
+async def call(
+    dev: DevServer, method: str, path: str, body: Any = None, namespace: str = ""
+) -> tuple[int, Any]:
+    headers = {**dev.auth, **({"X-Service-Namespace": namespace} if namespace else {})}
+    resp = await dev.client.request(method, f"/v1/identity/{path}", json=body, headers=headers)
     text = await resp.text()
     return resp.status, (json.loads(text) if text else None)
 
 
-async def ok(dev: DevServer, method: str, path: str, body: Any = None) -> Any:
-    status, answer = await call(dev, method, path, body)
+async def ok(dev: DevServer, method: str, path: str, body: Any = None, namespace: str = "") -> Any:
+    status, answer = await call(dev, method, path, body, namespace)
     assert status in (200, 204), (method, path, status, answer)
     return answer["data"] if status == 200 else None
 
 
 async def refused(
-    dev: DevServer, method: str, path: str, body: Any, status: int, text: str = ""
+    dev: DevServer,
+    method: str,
+    path: str,
+    body: Any,
+    status: int,
+    text: str = "",
+    namespace: str = "",
 ) -> None:
-    got, answer = await call(dev, method, path, body)
+    got, answer = await call(dev, method, path, body, namespace)
     assert got == status, (method, path, got, answer)
     assert isinstance(answer["errors"], list), answer
     assert all(text in message for message in answer["errors"][:1]), answer
@@ -517,3 +526,84 @@ async def test_help_documents_every_path_as_valid_openapi(dev_identity: DevServe
     assert {"/entity", "/entity/id/{id}", "/group-alias/id/{id}", "/lookup/entity"} <= set(
         doc["paths"]
     )
+
+
+# -- namespaces --------------------------------------------------------------------------
+
+
+TEAM = "team-a"
+
+
+async def mount_identity(dev: DevServer, namespace_id: str, namespace_path: str) -> None:
+    found = dev.core.router.match(f"{namespace_path}identity/")
+    if found is not None and found.mount.namespace_id == namespace_id:
+        return
+    entry = new_mount(
+        "identity/",
+        "identity",
+        description="identity store",
+        namespace_id=namespace_id,
+        namespace_path=namespace_path,
+    )
+    dev.core.mounts._mount(entry)  # reserved path: mounted directly, as the core's default would
+
+
+async def test_child_namespace_groups_reach_parent_groups(dev_identity: DevServer) -> None:
+    dev = dev_identity
+    resp = await dev.client.post("/v1/sys/namespaces/team-a", json={}, headers=dev.auth)
+    assert resp.status == 200, await resp.text()
+    child_id = (await resp.json())["data"]["id"]
+    await mount_identity(dev, child_id, "team-a/")
+    child_token = next(
+        e
+        for e in dev.core.router.entries()
+        if e.namespace_id == child_id and e.table == "auth" and e.path == "token/"
+    )
+
+    # the child's external group, mapped from its own auth mount (SPEC rule 10)
+    mapped = await ok(dev, "POST", "group", {"name": "devs", "type": "external"}, TEAM)
+    await ok(
+        dev,
+        "POST",
+        "group-alias",
+        {"name": "devs", "mount_accessor": child_token.accessor, "canonical_id": mapped["id"]},
+        TEAM,
+    )
+    await refused(
+        dev,
+        "POST",
+        "group-alias",
+        {"name": "other", "mount_accessor": token_mount(dev).accessor},
+        400,
+        "invalid mount accessor",
+        TEAM,
+    )
+    platform = await ok(
+        dev,
+        "POST",
+        "group",
+        {"name": "platform", "policies": ["plat"], "member_group_ids": [mapped["id"]]},
+    )
+    await refused(
+        dev,
+        "POST",
+        "group",
+        {"name": "up", "member_group_ids": [platform["id"]]},
+        400,
+        "invalid member group ID",
+        TEAM,
+    )
+
+    login = Login(alias_name="ivan", policies=[], token=TokenSettings(), group_aliases=["devs"])
+    request = Request(Operation.UPDATE, "team-a/auth/token/login", remote_addr="127.0.0.1")
+    done = await dev.core.logins.complete(Response(login=login), request, child_token)
+    assert done.auth is not None
+    assert done.auth.external_namespace_policies == {"root": ["plat"]}
+
+    # each namespace sees only its own records
+    status, _ = await call(dev, "LIST", "entity/id")
+    assert status == 404
+    listed = await ok(dev, "LIST", "entity/id", namespace=TEAM)
+    assert listed["keys"] == [done.auth.entity_id]
+    read = await ok(dev, "GET", f"entity/id/{done.auth.entity_id}", namespace=TEAM)
+    assert (read["namespace_id"], read["inherited_group_ids"]) == (child_id, [platform["id"]])

@@ -18,6 +18,7 @@ from node.auth.idp.mappings import (
     clean_groups,
     clean_policies,
     shown_policies,
+    update_json,
 )
 from node.auth.idp.provider import ProviderClient
 from node.barrier.view import BarrierView
@@ -127,9 +128,11 @@ class IdpBackend(FrameworkBackend):
         return Response(data=config.public(), warnings=config.warnings())
 
     async def _write_config(self, request: Request, data: FieldData) -> Response:
-        current = await self._config() or IdpConfig(org_name="")
-        config = current.updated(data)
-        await self._view.put_json(_CONFIG, config.to_json())
+        def change(raw: dict[str, Any] | None) -> dict[str, Any]:
+            current = IdpConfig.from_json(raw) if raw else IdpConfig(org_name="")
+            return current.updated(data).to_json()
+
+        config = IdpConfig.from_json(await update_json(self._view, _CONFIG, change))
         warnings = config.warnings()
         if not config.api_token:
             warnings.append(NO_API_TOKEN_WARNING)
@@ -150,11 +153,13 @@ class IdpBackend(FrameworkBackend):
         return Response(data={"groups": user.groups, "policies": shown_policies(user.policies)})
 
     async def _write_user(self, request: Request, data: FieldData) -> None:
-        name = data.get("name")
-        user = await self._mappings.user(name) or UserEntry()
-        groups = clean_groups(data.get("groups")) if data.given("groups") else user.groups
-        policies = clean_policies(data.get("policies")) if data.given("policies") else user.policies
-        await self._mappings.put_user(name, UserEntry(groups, policies))
+        def change(user: UserEntry) -> UserEntry:
+            return UserEntry(
+                clean_groups(data.get("groups")) if data.given("groups") else user.groups,
+                clean_policies(data.get("policies")) if data.given("policies") else user.policies,
+            )
+
+        await self._mappings.update_user(data.get("name"), change)
 
     async def _delete_user(self, request: Request, data: FieldData) -> None:
         await self._mappings.delete_user(data.get("name"))
@@ -174,12 +179,12 @@ class IdpBackend(FrameworkBackend):
         return Response(data={"policies": shown_policies(group.policies)})
 
     async def _write_group(self, request: Request, data: FieldData) -> None:
-        name = data.get("name")
-        group = await self._mappings.group(name) or GroupEntry()
-        policies = (
-            clean_policies(data.get("policies")) if data.given("policies") else group.policies
-        )
-        await self._mappings.put_group(name, GroupEntry(policies))
+        def change(group: GroupEntry) -> GroupEntry:
+            if not data.given("policies"):
+                return group
+            return GroupEntry(clean_policies(data.get("policies")))
+
+        await self._mappings.update_group(data.get("name"), change)
 
     async def _delete_group(self, request: Request, data: FieldData) -> None:
         await self._mappings.delete_group(data.get("name"))

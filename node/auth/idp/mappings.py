@@ -8,12 +8,15 @@ percent-encoded into one storage segment and decoded on listing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
 from node.barrier.view import BarrierView
+from node.errors import InvalidRequestError, RevisionMismatchError
+from node.physical.base import Put
 
 __all__ = [
     "GroupEntry",
@@ -22,12 +25,31 @@ __all__ = [
     "clean_groups",
     "clean_policies",
     "shown_policies",
+    "update_json",
 ]
+
+_MAX_RETRIES = 5
 
 
 def _key(name: str) -> str:
     # "." stays unescaped by quote(); escape it so "." and ".." are ordinary keys.
     return quote(name, safe="").replace(".", "%2E")
+
+
+async def update_json(view: BarrierView, key: str, change: Callable[[Any], Any]) -> Any:
+    """Store ``change(current)`` (``current`` is ``None`` when absent) if nobody
+    wrote ``key`` in between; ``change`` is re-run on fresh data otherwise, so
+    concurrent partial updates never lose each other's fields."""
+    for _ in range(_MAX_RETRIES):
+        found = await view.get(key)
+        value = change(json.loads(found.value) if found else None)
+        record = json.dumps(value, separators=(",", ":")).encode()
+        try:
+            await view.commit([Put(key, record, expect=found.revision if found else 0)])
+        except RevisionMismatchError:
+            continue
+        return value
+    raise InvalidRequestError("too much contention on this entry; retry the request")
 
 
 def clean_policies(values: Iterable[str]) -> list[str]:
@@ -78,8 +100,13 @@ class Mappings:
         raw = await self._users.get_json(_key(name))
         return UserEntry.from_json(raw) if raw is not None else None
 
-    async def put_user(self, name: str, entry: UserEntry) -> None:
-        await self._users.put_json(_key(name), entry.to_json())
+    async def update_user(self, name: str, change: Callable[[UserEntry], UserEntry]) -> None:
+        """Apply ``change`` to the stored user (an empty one when new)."""
+        await update_json(
+            self._users,
+            _key(name),
+            lambda raw: change(UserEntry.from_json(raw) if raw else UserEntry()).to_json(),
+        )
 
     async def delete_user(self, name: str) -> None:
         await self._users.delete(_key(name))
@@ -91,8 +118,12 @@ class Mappings:
         raw = await self._groups.get_json(_key(name.lower()))
         return GroupEntry.from_json(raw) if raw is not None else None
 
-    async def put_group(self, name: str, entry: GroupEntry) -> None:
-        await self._groups.put_json(_key(name.lower()), entry.to_json())
+    async def update_group(self, name: str, change: Callable[[GroupEntry], GroupEntry]) -> None:
+        await update_json(
+            self._groups,
+            _key(name.lower()),
+            lambda raw: change(GroupEntry.from_json(raw) if raw else GroupEntry()).to_json(),
+        )
 
     async def delete_group(self, name: str) -> None:
         await self._groups.delete(_key(name.lower()))
