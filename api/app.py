@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 from aiohttp import web
 
 from api.keys import CORE
 from api.middleware import middlewares
+from api.outbound import AiohttpClient
 from api.parser import use_extension_method_parser
 from api.routes_logical import logical_routes
 from api.routes_sys import sys_routes
@@ -16,10 +19,27 @@ __all__ = ["create_app"]
 DEFAULT_MAX_REQUEST_SIZE = 32 * 1024 * 1024
 
 
+async def _outbound_client(app: web.Application) -> AsyncIterator[None]:
+    """Give the core its outgoing HTTP client (auth methods calling providers) for the
+    app's lifetime; the core itself never imports aiohttp."""
+    core = app[CORE]
+    if getattr(core, "http_client", None) is not None:
+        yield  # set by the caller (tests with their own client)
+        return
+    client = AiohttpClient()
+    core.http_client = client
+    try:
+        yield
+    finally:
+        core.http_client = None
+        await client.close()
+
+
 def create_app(core: Core, max_request_size: int = DEFAULT_MAX_REQUEST_SIZE) -> web.Application:
     use_extension_method_parser()
     app = web.Application(client_max_size=max_request_size, middlewares=middlewares)
     app[CORE] = core
+    app.cleanup_ctx.append(_outbound_client)
     app.add_routes(sys_routes())
     app.add_routes(logical_routes())
     return app

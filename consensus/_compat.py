@@ -12,6 +12,12 @@ Everything else uses public hooks (``transportClass``, ``SyncObjConf``,
    (``_SyncObj__serializer``) before the first tick; see :mod:`consensus.dumps`.
 3. **Pipe notifier fds.** With ``appendEntriesUseBatch=False`` the library
    opens a pipe it never closes; we close it when the node stops.
+4. **Outgoing source address.** ``TcpConnection.connect`` creates and connects
+   its socket in one call, so a node's outgoing Raft connections would leave
+   from whatever address the kernel picks (127.0.0.1 on loopback) instead of
+   its cluster address. The module's ``socket`` name is replaced once by a shim
+   that binds a new socket to the address the calling thread asked for (see
+   :func:`bind_outgoing`); every other attribute is the real module.
 
 Importing this module fails on any pysyncobj version these were not checked
 against, so an upgrade is a deliberate act (re-read the seams, the follower
@@ -22,16 +28,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket as _socket
+import threading
+import types
+from collections.abc import Iterator
 from typing import Any
 
 import pysyncobj.journal as _journal
 import pysyncobj.serializer as _serializer
 import pysyncobj.syncobj as _syncobj
+import pysyncobj.tcp_connection as _tcp_connection
 import pysyncobj.transport as _transport
 from pysyncobj.version import VERSION
 
 __all__ = [
     "SUPPORTED_VERSIONS",
+    "bind_outgoing",
     "close_pipe_notifier",
     "install_journal_hook",
     "install_snapshot_store",
@@ -59,6 +71,8 @@ def _check() -> None:
     missing += [name for name in _TRANSPORT_METHODS if not hasattr(_transport.TCPTransport, name)]
     if not callable(getattr(_syncobj, "createJournal", None)):
         missing.append("syncobj.createJournal")
+    if not hasattr(_tcp_connection, "socket"):
+        missing.append("tcp_connection.socket")
     if missing:
         raise ImportError(f"pysyncobj {VERSION} lacks what consensus patches: {missing}")
 
@@ -105,3 +119,38 @@ def close_pipe_notifier(sync_obj: Any) -> None:
             with contextlib.suppress(OSError):
                 os.close(fd)
             setattr(notifier, name, None)
+
+
+_outgoing = threading.local()
+
+
+class _SocketShim(types.ModuleType):
+    """The ``socket`` module, except that ``socket()`` binds to the calling
+    thread's chosen source host (port 0) when one is set."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_socket, name)
+
+    @staticmethod
+    def socket(*args: Any, **kwargs: Any) -> _socket.socket:
+        sock = _socket.socket(*args, **kwargs)
+        host = getattr(_outgoing, "host", None)
+        if host:
+            try:
+                sock.bind((host, 0))
+            except OSError:
+                pass  # connect from the kernel's choice rather than not at all
+        return sock
+
+
+@contextlib.contextmanager
+def bind_outgoing(host: str) -> Iterator[None]:
+    """Sockets pysyncobj creates in this block (this thread) leave from ``host``."""
+    if not isinstance(_tcp_connection.socket, _SocketShim):
+        _tcp_connection.socket = _SocketShim("socket")
+    previous = getattr(_outgoing, "host", None)
+    _outgoing.host = host
+    try:
+        yield
+    finally:
+        _outgoing.host = previous

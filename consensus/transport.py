@@ -14,6 +14,9 @@
   a leader dies trips the timeout and is lost (pysyncobj.md section 3); every
   node pings its connected peers, and the library ignores the message type.
 
+* **Outgoing connections leave from the cluster address**, so a firewall
+  rule on a node's address isolates it in both directions.
+
 The syncobj_admin utility protocol is refused: membership goes through
 ``RaftBackend`` so node ids are replicated with addresses.
 """
@@ -25,6 +28,7 @@ from typing import Any
 
 from pysyncobj.transport import TCPTransport
 
+from consensus._compat import bind_outgoing
 from consensus.follower import reconcile
 from consensus.journal import DurableJournal
 
@@ -91,6 +95,11 @@ class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyp
         return True
 
     # -- outgoing --------------------------------------------------------------------
+
+    def _connectIfNecessarySingle(self, node: Any) -> bool:
+        host = str(self._selfNode.host) if self._selfNode is not None else ""
+        with bind_outgoing(host.strip("[]")):
+            return bool(super()._connectIfNecessarySingle(node))
 
     def send(self, node: Any, message: Any) -> bool:
         if isinstance(message, dict) and message.get("type") == "next_node_idx":

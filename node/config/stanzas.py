@@ -51,7 +51,10 @@ _LISTENER_KEYS = (
 _STORAGE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "inmem": ((), ()),
     "file": (("path",), ("path",)),
-    "raft": (("path", "node_id", "retry_join", "performance_multiplier"), ("path",)),
+    "raft": (
+        ("path", "node_id", "retry_join", "performance_multiplier", "disable_performance_standby"),
+        ("path",),
+    ),
 }
 _RETRY_JOIN_KEYS = (
     "leader_api_addr",
@@ -176,6 +179,11 @@ def _storage(value: Any, root: Where) -> StorageConfig | None:
         if "performance_multiplier" in body:
             options["performance_multiplier"] = _non_negative(
                 body["performance_multiplier"], where.at("performance_multiplier")
+            )
+        if "disable_performance_standby" in body:
+            # Absent means "followers are performance standbys" (docs/clustering.md).
+            options["disable_performance_standby"] = as_bool(
+                body["disable_performance_standby"], where.at("disable_performance_standby")
             )
         options["retry_join"] = _retry_joins(body.get("retry_join", []), where)
     return StorageConfig(kind, options)

@@ -63,11 +63,9 @@ class AccessControl:
 
     async def _identity_values(self, entry: TokenEntry) -> dict[str, str] | None:
         identity = self._core.identity
-        values = getattr(identity, "template_values", None) if entry.entity_id else None
-        if values is None:
+        if identity is None or not entry.entity_id:
             return None
-        resolved: dict[str, str] = await values(entry.entity_id, entry.namespace_id)
-        return resolved
+        return await identity.template_values(entry.entity_id, entry.namespace_id)
 
     async def acl_for(self, entry: TokenEntry) -> ACL:
         if "root" in entry.policies:

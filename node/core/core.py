@@ -28,6 +28,7 @@ from node.logical.response import Response
 from node.namespaces.model import ROOT_ID, Namespace
 from node.namespaces.store import NamespaceStore, validate_name
 from node.observability.metrics import Metrics
+from node.outbound import HttpClient
 from node.physical.base import PhysicalBackend
 from node.policy.store import PolicyStore
 from node.routing.router import Router
@@ -78,6 +79,8 @@ class Core:
         self.access = AccessControl(self)
         self.wrapping = Wrapping(self)
         self.logins = LoginCompleter(self)
+        #: Outgoing HTTP for auth methods that call third parties; set by ``api.app``.
+        self.http_client: HttpClient | None = None
         #: The identity subsystem, once it is wired; logins skip entity linking without it.
         self.identity: IdentityLink | None = None
         self.router = Router()
@@ -127,6 +130,8 @@ class Core:
         await self.expiration.stop()
         self._policy_stores.clear()
         self.access.clear()
+        # Decrypted identity data must not outlive the seal; unseal re-registers stores.
+        self.identity = None
         self.router.clear()
         self.namespaces.clear()
         self.tokens.forget_cached_salt()
@@ -251,9 +256,8 @@ class Core:
             if entry.namespace_id == namespace.id:
                 await self.tokens.revoke_tree(entry)
         self.mounts.unload_namespace(namespace)
-        unregister = getattr(self.identity, "unregister", None)
-        if unregister is not None:
-            unregister(namespace.id)
+        if self.identity is not None:
+            self.identity.unregister(namespace.id)
         await delete_prefix(BarrierView(self.barrier, namespace.storage_prefix))
         self._policy_stores.pop(namespace.id, None)
         self.access.clear()

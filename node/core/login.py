@@ -38,6 +38,14 @@ class IdentityLink(Protocol):
 
     async def policies_for(self, entity_id: str, namespace_id: str) -> PolicySet: ...
 
+    async def is_disabled(self, entity_id: str, namespace_id: str) -> bool: ...
+
+    async def template_values(self, entity_id: str, namespace_id: str) -> dict[str, str]: ...
+
+    def unregister(self, namespace_id: str) -> None: ...
+
+    def invalidate(self) -> None: ...
+
 
 def _sanitise(policies: list[str], no_default: bool) -> list[str]:
     chosen = {p.strip().lower() for p in policies if p.strip()}
@@ -68,6 +76,8 @@ class LoginCompleter:
         entity_id, identity_policies, external = "", [], {}
         if core.identity is not None:
             entity_id = await core.identity.link_login(namespace_id, mount, login)
+            if entity_id and await core.identity.is_disabled(entity_id, namespace_id):
+                raise PermissionDeniedError("the entity of this login is disabled")
             found = await core.identity.policies_for(entity_id, namespace_id)
             identity_policies, external = found.identity_policies, found.external_namespace_policies
         now = time.time()

@@ -51,6 +51,7 @@ def default_mounts(namespace: Namespace = ROOT) -> list[MountEntry]:
             local=True,
             **where,
         ),
+        new_mount("identity/", "identity", description="identity store", **where),
     ]
     if namespace.is_root:
         mounts.append(
@@ -105,6 +106,16 @@ class MountTable:
                 await self._save(namespace, table, entries)
             else:
                 entries = [MountEntry.from_json(item) for item in raw]
+                # Tables written before a default mount existed gain it once.
+                present = {e.path for e in entries}
+                missing = [
+                    e
+                    for e in _DEFAULTS[table](namespace)
+                    if e.path not in present and (table, e.path) in _PINNED
+                ]
+                if missing:
+                    entries += missing
+                    await self._save(namespace, table, entries)
             for entry in entries:
                 self._mount(entry)
 

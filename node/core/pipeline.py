@@ -141,6 +141,13 @@ class Pipeline:
         target = self._core.namespaces.by_id(request.namespace_id)
         if home is None or target is None or not home.contains(target):
             raise PermissionDeniedError()
+        identity = self._core.identity
+        if (
+            token.entity_id
+            and identity is not None
+            and await identity.is_disabled(token.entity_id, token.namespace_id)
+        ):
+            raise PermissionDeniedError()
         return token
 
     async def _authorize(

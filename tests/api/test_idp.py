@@ -272,6 +272,18 @@ class RecordingIdentity:
 
         return Found()
 
+    async def is_disabled(self, entity_id: str, namespace_id: str) -> bool:
+        return False
+
+    async def template_values(self, entity_id: str, namespace_id: str) -> dict[str, str]:
+        return {}
+
+    def unregister(self, namespace_id: str) -> None:
+        return None
+
+    def invalidate(self) -> None:
+        return None
+
 
 async def test_login_merges_config_user_and_group_policies(idp: Idp) -> None:
     identity = RecordingIdentity()

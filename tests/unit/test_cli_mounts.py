@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.unit.test_cli_commands import FakeServer, run, serving
 
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.unit.test_cli_commands import FakeServer, isolate_env, run, serving
 
 from node.cli.hclfmt import HclFormatError, format_hcl
+from tests.unit.test_cli_commands import FakeServer, isolate_env, run, serving
 
 POLICY = 'path "secret/data/app/*" {\n  capabilities = ["read", "list"]\n}\n'
 

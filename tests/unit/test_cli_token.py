@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.unit.test_cli_commands import FakeServer, Terminal, run, serving
 
 AUTH: dict[str, Any] = {

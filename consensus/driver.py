@@ -1,0 +1,85 @@
+"""Opens one node's replica for the core (``node.cluster.ports.RaftDriver``).
+
+The core never sees pysyncobj or :class:`RaftConfig`: it hands over the
+cluster secret it derived from the root key and, when joining, the peers the
+leader named. Timers scale with ``performance_multiplier`` as the
+reference's do (1 = the tuned LAN defaults).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from consensus.backend import RaftBackend
+from consensus.config import RaftConfig, RaftConfigError
+from consensus.local import (
+    has_raft_data,
+    load_founding_peers,
+    mark_removed,
+    read_local_state,
+    store_founding_peers,
+    was_removed,
+)
+from consensus.state import KVState
+from node.errors import StorageError
+
+__all__ = ["ConsensusDriver"]
+
+_SCALED = (
+    "heartbeat_interval",
+    "election_timeout_min",
+    "election_timeout_max",
+    "connection_timeout",
+    "leader_step_down_timeout",
+)
+
+
+@dataclass
+class ConsensusDriver:
+    node_id: str
+    cluster_addr: str
+    data_dir: Path
+    performance_multiplier: int = 1
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def has_data(self) -> bool:
+        return has_raft_data(self.data_dir)
+
+    def was_removed(self) -> bool:
+        return was_removed(self.data_dir)
+
+    def mark_removed(self) -> None:
+        mark_removed(self.data_dir)
+
+    async def read_local(self) -> KVState:
+        return await asyncio.to_thread(read_local_state, self.data_dir)
+
+    def _config(self, secret: bytes, peers: dict[str, str]) -> RaftConfig:
+        settings: dict[str, Any] = {}
+        multiplier = max(self.performance_multiplier, 1)
+        if multiplier > 1:
+            defaults = RaftConfig.__dataclass_fields__
+            for name in _SCALED:
+                settings[name] = defaults[name].default * multiplier
+        settings.update(self.overrides)
+        return RaftConfig(
+            node_id=self.node_id,
+            cluster_addr=self.cluster_addr,
+            data_dir=self.data_dir,
+            cluster_secret=secret,
+            peers=peers,
+            **settings,
+        )
+
+    async def open(self, secret: bytes, peers: dict[str, str] | None = None) -> RaftBackend:
+        if peers is not None and not self.has_data():
+            await asyncio.to_thread(store_founding_peers, self.data_dir, peers)
+        founding = await asyncio.to_thread(load_founding_peers, self.data_dir)
+        try:
+            config = self._config(secret, founding)
+        except RaftConfigError as exc:
+            raise StorageError(f"invalid raft settings: {exc}") from exc
+        return await RaftBackend.open(config)

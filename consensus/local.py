@@ -1,0 +1,137 @@
+"""A node's own Raft data, read without networking, and its founding peers.
+
+A sealed node must find ``core/seal-config`` and ``core/root-key`` before it
+can derive the transport password, and that password is needed to start the
+replica. :func:`read_local_state` therefore rebuilds the key space from this
+node's dump and journal (our formats, see :mod:`consensus.snapshot` and
+:mod:`consensus.journal`) on the calling thread, without a socket. Journal
+entries past the dump are applied whether or not they were committed: the
+caller only reads write-once keys from it, and the real replica replaces it
+as soon as the node unseals.
+
+pysyncobj rebuilds membership from the peers a node was *first* started with
+plus the membership entries in its log, so those founding peers are stored in
+``peers.json`` and passed again on every later start.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from consensus.commands import CommandError, decode_command
+from consensus.journal import DurableJournal, write_file_atomically
+from consensus.snapshot import SnapshotError, decode_snapshot
+from consensus.state import KVState
+from node.errors import StorageError
+
+__all__ = [
+    "REMOVED_MARKER",
+    "has_raft_data",
+    "load_founding_peers",
+    "mark_removed",
+    "read_local_state",
+    "store_founding_peers",
+    "was_removed",
+]
+
+_PEERS_FILE = "peers.json"
+#: Present once this node was removed from its cluster; it must not serve again.
+REMOVED_MARKER = "removed"
+_REGULAR = 0  # pysyncobj's _COMMAND_TYPE.REGULAR
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """pysyncobj frames our command as ``pickle((method id, (bytes,)))``: no
+    class is ever needed, so none may be loaded."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from the raft journal")
+
+
+def has_raft_data(data_dir: Path) -> bool:
+    """Whether this node ever ran a replica here (bootstrapped or joined)."""
+    return (data_dir / "journal").exists() or (data_dir / "dump.jsonl").exists()
+
+
+def was_removed(data_dir: Path) -> bool:
+    return (data_dir / REMOVED_MARKER).exists()
+
+
+def mark_removed(data_dir: Path) -> None:
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_file_atomically(data_dir / REMOVED_MARKER, b"removed from the raft cluster\n")
+
+
+def store_founding_peers(data_dir: Path, peers: dict[str, str]) -> None:
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_file_atomically(data_dir / _PEERS_FILE, json.dumps({"peers": peers}).encode())
+
+
+def load_founding_peers(data_dir: Path) -> dict[str, str]:
+    try:
+        raw = json.loads((data_dir / _PEERS_FILE).read_bytes())
+    except FileNotFoundError:
+        return {}
+    except ValueError as exc:
+        raise StorageError(f"corrupt {data_dir / _PEERS_FILE}: {exc}") from exc
+    peers = raw.get("peers") if isinstance(raw, dict) else None
+    if not isinstance(peers, dict):
+        raise StorageError(f"corrupt {data_dir / _PEERS_FILE}")
+    return {str(node_id): str(address) for node_id, address in peers.items()}
+
+
+def _command_blob(entry: bytes) -> bytes | None:
+    if not entry or entry[0] != _REGULAR:
+        return None  # no-op, membership or version entries
+    try:
+        framed = _PlainUnpickler(io.BytesIO(entry[1:])).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError):
+        return None
+    if isinstance(framed, tuple) and len(framed) >= 2 and isinstance(framed[1], tuple | list):
+        args = framed[1]
+        if len(args) == 1 and isinstance(args[0], bytes):
+            return args[0]
+    return None
+
+
+def read_local_state(data_dir: Path) -> KVState:
+    """The key space as this node's files hold it (blocking: run off the loop)."""
+    state = KVState()
+    dump = data_dir / "dump.jsonl"
+    try:
+        with open(dump, "rb") as stream:
+            image, _ = decode_snapshot(stream)
+        state.load(image)
+    except FileNotFoundError:
+        pass
+    except (OSError, SnapshotError) as exc:
+        raise StorageError(f"cannot read the raft dump at {dump}: {exc}") from exc
+    journal_path = data_dir / "journal"
+    if not journal_path.exists():
+        return state
+    if not os.access(journal_path, os.R_OK | os.W_OK):
+        raise StorageError(f"cannot open the raft journal at {journal_path}")
+    try:
+        journal = DurableJournal(journal_path)
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"cannot read the raft journal at {journal_path}: {exc}") from exc
+    try:
+        for raw, index, _term in list(journal):
+            if index <= state.applied_index:
+                continue
+            blob = _command_blob(raw)
+            if blob is None:
+                continue
+            try:
+                command = decode_command(blob)
+            except CommandError:
+                continue
+            state.apply(index, command)
+    finally:
+        journal._destroy()
+    return state

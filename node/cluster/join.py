@@ -1,0 +1,136 @@
+"""Joining a cluster: the leader's challenge and the joiner's answer.
+
+1. The joiner (sealed, no data) asks the leader for a challenge:
+   ``PUT sys/storage/raft/bootstrap/challenge {server_id}``. The leader
+   answers with a random nonce sealed under a key derived from the root key,
+   the seal config (so the joiner reports the cluster's t/n) and the stored
+   root key blob (already encrypted under the unseal key: harmless to hand
+   out), plus the current peers.
+2. The operator unseals the joiner with the cluster's Shamir keys; the joiner
+   decrypts the root key blob and with it the challenge, starts its replica
+   with the leader's peers and the derived transport secret, and answers:
+   ``PUT bootstrap/answer {answer, server_id, cluster_addr}``.
+3. The leader compares in constant time and adds the peer; the joiner catches
+   up and unseals its barrier from the replicated keyring.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from node.cluster.errors import ClusterUnavailableError
+from node.errors import InvalidRequestError, PermissionDeniedError
+from node.outbound import HttpClient, OutboundError
+
+__all__ = ["Challenges", "PendingJoin", "fetch_challenge", "send_answer"]
+
+#: How long a challenge may be answered.
+CHALLENGE_TTL = 600.0
+_MAX_PENDING = 64
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJoin:
+    """What a joiner got from the leader and keeps until it is unsealed."""
+
+    leader_api_addr: str
+    challenge: str
+    seal_config: bytes
+    root_key_blob: bytes
+    peers: dict[str, str] = field(default_factory=dict)
+
+
+class Challenges:
+    """The leader's outstanding challenges, by server id (in memory only)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, tuple[bytes, float]] = {}
+
+    def remember(self, server_id: str, nonce: bytes) -> None:
+        now = time.monotonic()
+        self._pending = {k: v for k, v in self._pending.items() if v[1] > now}
+        if len(self._pending) >= _MAX_PENDING:
+            raise InvalidRequestError("too many joins in progress")
+        self._pending[server_id] = (nonce, now + CHALLENGE_TTL)
+
+    def check(self, server_id: str, answer: str) -> None:
+        pending = self._pending.get(server_id)
+        if pending is None or pending[1] < time.monotonic():
+            raise InvalidRequestError(f"no challenge is outstanding for server {server_id!r}")
+        try:
+            given = base64.b64decode(answer, validate=True)
+        except (binascii.Error, ValueError):
+            given = b""
+        if not hmac.compare_digest(given, pending[0]):
+            raise PermissionDeniedError()
+        del self._pending[server_id]
+
+    def clear(self) -> None:
+        self._pending.clear()
+
+
+def _url(base: str, path: str) -> str:
+    return base.rstrip("/") + path
+
+
+def _b64(value: Any, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise InvalidRequestError(f"the leader's {what} is missing")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidRequestError(f"the leader's {what} is not base64") from exc
+
+
+async def _call(http: HttpClient, url: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        reply = await http.request("PUT", url, json=dict(body), timeout=30.0)
+    except OutboundError as exc:
+        raise ClusterUnavailableError(f"cannot reach the leader at {url}: {exc}") from exc
+    try:
+        doc = json.loads(reply.body) if reply.body else {}
+    except ValueError:
+        doc = {}
+    if reply.status != 200 or not isinstance(doc, dict):
+        errors = doc.get("errors") if isinstance(doc, dict) else None
+        raise ClusterUnavailableError(f"the leader at {url} answered {reply.status}: {errors or reply.body!r}")
+    data = doc.get("data")
+    return data if isinstance(data, dict) else doc
+
+
+async def fetch_challenge(http: HttpClient, leader_api_addr: str, server_id: str) -> PendingJoin:
+    url = _url(leader_api_addr, "/v1/sys/storage/raft/bootstrap/challenge")
+    data = await _call(http, url, {"server_id": server_id})
+    peers = data.get("peers")
+    if not isinstance(peers, dict) or not peers:
+        raise InvalidRequestError("the leader did not name its peers")
+    challenge = data.get("challenge")
+    if not isinstance(challenge, str):
+        raise InvalidRequestError("the leader sent no challenge")
+    return PendingJoin(
+        leader_api_addr=leader_api_addr,
+        challenge=challenge,
+        seal_config=_b64(data.get("seal_config"), "seal config"),
+        root_key_blob=_b64(data.get("root_key_blob"), "root key blob"),
+        peers={str(k): str(v) for k, v in peers.items() if str(k) != server_id},
+    )
+
+
+async def send_answer(
+    http: HttpClient, join: PendingJoin, server_id: str, answer: bytes, cluster_addr: str
+) -> None:
+    url = _url(join.leader_api_addr, "/v1/sys/storage/raft/bootstrap/answer")
+    body = {
+        "server_id": server_id,
+        "answer": base64.b64encode(answer).decode("ascii"),
+        "cluster_addr": cluster_addr,
+        "non_voter": False,
+    }
+    await _call(http, url, body)

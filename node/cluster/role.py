@@ -1,0 +1,63 @@
+"""A node's HA role, derived from its Raft role and seal state, in one place.
+
+| Raft role, seal state | HA role | ``sys/health`` |
+|---|---|---|
+| leader, unsealed | active | 200 |
+| follower (voter), unsealed, performance standbys on (default) | performance standby | 473 |
+| follower (voter), unsealed, ``disable_performance_standby = true`` | standby | 429 |
+| any, sealed | sealed | 503 |
+| removed from the configuration | removed (sealed for good) | 530 (``removedcode``) |
+
+pysyncobj has no non-voting members, so every follower is a voter; the
+mapping keeps the column so a non-voter role can slot in later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from node.core.health import NodeRole
+
+__all__ = ["HAState", "derive_role"]
+
+
+@dataclass(frozen=True, slots=True)
+class HAState:
+    """What ``sys/health``, ``sys/leader`` and forwarding need to know."""
+
+    ha_enabled: bool
+    sealed: bool
+    active: bool = False
+    performance_standby: bool = False
+    removed: bool = False
+    leader_id: str = ""
+    #: The active node's ``api_addr`` ("" while unknown).
+    leader_api_addr: str = ""
+    leader_cluster_addr: str = ""
+    active_time: float = 0.0
+    committed_index: int = 0
+    applied_index: int = 0
+
+    @property
+    def standby(self) -> bool:
+        """An unsealed node that is not active: it forwards (or serves reads)."""
+        return self.ha_enabled and not self.sealed and not self.active
+
+    def node_role(self, initialized: bool) -> NodeRole:
+        return NodeRole(
+            initialized=initialized,
+            sealed=self.sealed,
+            standby=self.standby and not self.performance_standby,
+            performance_standby=self.standby and self.performance_standby,
+        )
+
+
+def derive_role(
+    *, sealed: bool, is_leader: bool, voter: bool, performance_standbys: bool
+) -> tuple[bool, bool]:
+    """(active, performance standby) for a node's Raft role and settings."""
+    if sealed:
+        return False, False
+    if is_leader:
+        return True, False
+    return False, performance_standbys and voter
