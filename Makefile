@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck unit clean
+.PHONY: run test lint typecheck unit clean bench bench-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,3 +30,26 @@ test: lint typecheck
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# Benchmarks (docs/performance.md): etcd and HAProxy from Debian, profilers from PyPI.
+# `make bench` runs every suite and rewrites the tables in docs/performance.md;
+# `make bench BENCH_SUITES=standard` runs one. Results: bench/results/*.jsonl.
+BENCH_SUITES ?= standard profile scale
+BENCH_STAMP  := $(VENV)/.bench-stamp
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench-tools: $(BENCH_STAMP)
+	@command -v etcd >/dev/null && command -v haproxy >/dev/null || { \
+	  apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server haproxy; }
+
+bench: bench-tools
+	@for suite in $(BENCH_SUITES); do \
+	  rm -f bench/results/$$suite.jsonl; \
+	  echo "== bench suite $$suite"; \
+	  $(BIN)/python -m bench.run --suite $$suite --out bench/results/$$suite.jsonl --update-docs \
+	    || exit 1; \
+	done

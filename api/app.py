@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
 from api.keys import CORE
 from api.middleware import middlewares
 from api.outbound import AiohttpClient
@@ -35,11 +36,34 @@ async def _outbound_client(app: web.Application) -> AsyncIterator[None]:
         await client.close()
 
 
-def create_app(core: Core, max_request_size: int = DEFAULT_MAX_REQUEST_SIZE) -> web.Application:
+async def _forwarder(app: web.Application) -> AsyncIterator[None]:
+    """Peers' APIs (forwarding, join, membership) share one client for the app's life."""
+    forwarder = app[FORWARDER]
+    cluster = app[CORE].cluster
+    if cluster is not None:
+        cluster.http = forwarder
+    try:
+        yield
+    finally:
+        if cluster is not None:
+            cluster.http = None
+            await cluster.close()
+        await forwarder.close()
+
+
+def create_app(
+    core: Core,
+    max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+    forwarder: Forwarder | None = None,
+) -> web.Application:
     use_extension_method_parser()
-    app = web.Application(client_max_size=max_request_size, middlewares=middlewares)
+    app = web.Application(
+        client_max_size=max_request_size, middlewares=[*middlewares, forwarding_middleware]
+    )
     app[CORE] = core
+    app[FORWARDER] = forwarder or Forwarder()
     app.cleanup_ctx.append(_outbound_client)
+    app.cleanup_ctx.append(_forwarder)
     app.add_routes(sys_routes())
     app.add_routes(logical_routes())
     return app

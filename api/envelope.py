@@ -5,18 +5,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from node.logical.response import Response
 
-__all__ = ["error_response", "json_response", "render"]
+__all__ = ["encode_json", "error_response", "json_response", "render"]
 
 _HEADERS = {"Cache-Control": "no-store"}
 
 
+def encode_json(body: Any) -> bytes:
+    """Compact UTF-8 JSON; orjson, or the standard library for what orjson refuses.
+
+    orjson refuses integers beyond 64 bits, lone surrogates, non-string keys and
+    unknown types; the standard library encodes the first three as before and
+    raises ``TypeError`` for the last, as before.
+    """
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(body).encode()
+
+
 def json_response(body: Any, status: int = 200) -> web.Response:
     return web.Response(
-        body=json.dumps(body).encode(),
+        body=encode_json(body),
         status=status,
         content_type="application/json",
         headers=_HEADERS,

@@ -1,23 +1,31 @@
-"""Endpoints that must answer while sealed: init, seal-status, unseal, health, leader."""
+"""Endpoints that must answer while sealed: init, seal-status, unseal, health,
+leader, and the Raft join/bootstrap handshake; plus the raw-body snapshot restore."""
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
-from api.envelope import json_response
+from api.envelope import json_response, render
+from api.forwarding import FORWARDER
 from api.keys import CORE
-from api.translate import read_json_body
+from api.middleware import REQUEST_ID
+from api.translate import client_token, header, read_json_body
+from node.cluster.cluster import Cluster
+from node.cluster.membership import answer_membership
 from node.core.core import VERSION
 from node.core.health import NodeRole, parse_health_query
+from node.engines.system.raft import SNAPSHOT_FIELD
 from node.errors import (
     InvalidRequestError,
     MethodNotAllowedError,
     NotInitializedError,
     SealedError,
 )
+from node.logical.request import Operation, Request
 
 __all__ = ["sys_routes"]
 
@@ -92,28 +100,49 @@ async def unseal(request: web.Request) -> web.Response:
     return json_response((await core.unseal(key)).to_json())
 
 
+#: The newer reference's status for a node removed from its Raft cluster.
+_REMOVED_CODE = 530
+
+
 async def health(request: web.Request) -> web.StreamResponse:
     core = request.app[CORE]
     codes = parse_health_query(request.query)
     initialized = await core.initialized()
     role = NodeRole(initialized=initialized, sealed=core.sealed)
+    removed = False
+    if core.cluster is not None:
+        state = await core.cluster.state()
+        role, removed = state.node_role(initialized), state.removed
     status = codes.status_for(role)
+    if removed:
+        raw = request.query.get("removedcode", str(_REMOVED_CODE)).strip()
+        if not (raw.isascii() and raw.isdigit() and 200 <= int(raw) <= 599):
+            raise InvalidRequestError(f"bad value for 'removedcode': {raw!r}")
+        status = int(raw)
     if request.method == "HEAD":
         return web.Response(status=status, headers={"Cache-Control": "no-store"})
     body: dict[str, Any] = {
         "initialized": initialized,
         "sealed": core.sealed,
-        "standby": role.standby,
+        "standby": role.standby or role.performance_standby,
         "performance_standby": role.performance_standby,
         "replication_performance_mode": "disabled",
         "replication_dr_mode": "disabled",
         "server_time_utc": int(time.time()),
         "version": VERSION,
     }
+    if core.cluster is not None:
+        body["removed_from_cluster"] = removed
     if not core.sealed:
         body["cluster_name"] = core.cluster_name
         body["cluster_id"] = core.cluster_id
     return json_response(body, status)
+
+
+def _iso(timestamp: float) -> str:
+    if not timestamp:
+        return "0001-01-01T00:00:00Z"
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 async def leader(request: web.Request) -> web.Response:
@@ -122,17 +151,120 @@ async def leader(request: web.Request) -> web.Response:
         raise NotInitializedError()
     if core.sealed:
         raise SealedError()
+    if core.cluster is None:
+        return json_response(
+            {
+                "ha_enabled": False,
+                "is_self": False,
+                "active_time": "0001-01-01T00:00:00Z",
+                "leader_address": "",
+                "leader_cluster_address": "",
+                "performance_standby": False,
+                "performance_standby_last_remote_wal": 0,
+            }
+        )
+    state = await core.cluster.state()
     return json_response(
         {
-            "ha_enabled": False,
-            "is_self": False,
-            "active_time": "0001-01-01T00:00:00Z",
-            "leader_address": "",
-            "leader_cluster_address": "",
-            "performance_standby": False,
+            "ha_enabled": True,
+            "is_self": state.active,
+            "active_time": _iso(state.active_time),
+            "leader_address": state.leader_api_addr,
+            "leader_cluster_address": state.leader_cluster_addr,
+            "performance_standby": state.performance_standby,
             "performance_standby_last_remote_wal": 0,
+            "raft_committed_index": state.committed_index,
+            "raft_applied_index": state.applied_index,
         }
     )
+
+
+# -- raft join and bootstrap ---------------------------------------------------------------
+
+
+def _cluster(request: web.Request) -> Cluster:
+    cluster = request.app[CORE].cluster
+    if cluster is None:
+        raise InvalidRequestError("raft storage is not in use on this node")
+    return cluster
+
+
+def _str_field(body: dict[str, Any], name: str, *, required: bool = True) -> str:
+    value = body.get(name, "")
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InvalidRequestError(f"{name}: a non-empty string is required")
+    return value.strip()
+
+
+async def raft_join(request: web.Request) -> web.Response:
+    cluster = _cluster(request)
+    body = await read_json_body(request)
+    leader_api_addr = _str_field(body, "leader_api_addr")
+    if body.get("non_voter"):
+        raise InvalidRequestError("non-voting members are not supported by this build")
+    ca_cert = body.get("leader_ca_cert")
+    if isinstance(ca_cert, str) and ca_cert.strip():
+        request.app[FORWARDER].trust(ca_cert)
+    if body.get("retry"):
+        if not await request.app[CORE].initialized():
+            cluster.start_retry_join([leader_api_addr])
+        return json_response({"joined": True})
+    return json_response({"joined": await cluster.join(leader_api_addr)})
+
+
+async def _on_active(request: web.Request, cluster: Cluster) -> web.StreamResponse | None:
+    """The active node's reply when this node is an unsealed standby, else None."""
+    if request.app[CORE].sealed:
+        return None
+    state = await cluster.state()
+    if state.active or not state.leader_api_addr:
+        return None
+    return await request.app[FORWARDER].forward(request, cluster, state)
+
+
+async def bootstrap_challenge(request: web.Request) -> web.StreamResponse:
+    cluster = _cluster(request)
+    if (relayed := await _on_active(request, cluster)) is not None:
+        return relayed
+    body = await read_json_body(request)
+    return json_response(await cluster.issue_challenge(_str_field(body, "server_id")))
+
+
+async def bootstrap_answer(request: web.Request) -> web.StreamResponse:
+    cluster = _cluster(request)
+    if (relayed := await _on_active(request, cluster)) is not None:
+        return relayed
+    body = await read_json_body(request)
+    answer = await cluster.accept_answer(
+        _str_field(body, "server_id"),
+        _str_field(body, "answer"),
+        _str_field(body, "cluster_addr"),
+        bool(body.get("non_voter")),
+    )
+    return json_response(answer)
+
+
+async def bootstrap_member(request: web.Request) -> web.Response:
+    cluster = _cluster(request)
+    body = await read_json_body(request)
+    data = answer_membership(cluster, _str_field(body, "node_id"), _str_field(body, "signature"))
+    return json_response({"data": data})
+
+
+async def snapshot_restore(request: web.Request) -> web.StreamResponse:
+    """The one logical write whose body is not JSON: hand the raw bytes to the core."""
+    raw = await request.read()
+    request_id = request[REQUEST_ID]
+    core_request = Request(
+        operation=Operation.UPDATE,
+        path=request.path.removeprefix("/v1/"),
+        data={SNAPSHOT_FIELD: raw},
+        id=request_id,
+        client_token=client_token(request),
+        namespace=header(request, "Namespace").strip("/"),
+        remote_addr=request.remote or "",
+    )
+    return render(await request.app[CORE].handle(core_request), request_id)
 
 
 async def method_not_allowed(request: web.Request) -> web.Response:
@@ -156,4 +288,20 @@ def sys_routes() -> list[web.RouteDef]:
         web.route("*", "/v1/sys/health", method_not_allowed),
         web.get("/v1/sys/leader", leader, allow_head=False),
         web.route("*", "/v1/sys/leader", method_not_allowed),
+        *_raft_routes(),
     ]
+
+
+def _raft_routes() -> list[web.RouteDef]:
+    routes: list[web.RouteDef] = []
+    for path, handler in (
+        ("/v1/sys/storage/raft/join", raft_join),
+        ("/v1/sys/storage/raft/bootstrap/challenge", bootstrap_challenge),
+        ("/v1/sys/storage/raft/bootstrap/answer", bootstrap_answer),
+        ("/v1/sys/storage/raft/bootstrap/member", bootstrap_member),
+    ):
+        routes += [web.put(path, handler), web.post(path, handler)]
+        routes.append(web.route("*", path, method_not_allowed))
+    for path in ("/v1/sys/storage/raft/snapshot", "/v1/sys/storage/raft/snapshot-force"):
+        routes += [web.put(path, snapshot_restore), web.post(path, snapshot_restore)]
+    return routes

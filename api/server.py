@@ -12,6 +12,8 @@ import sys
 from aiohttp import web
 
 from api.app import create_app
+from api.cluster_setup import raft_core
+from api.forwarding import Forwarder
 from api.tls import CertificateReloader
 from node.config import ConfigError, ServerConfig, dev_config, load_config
 from node.core.core import Core, CoreSettings, InitOutput
@@ -68,6 +70,13 @@ def _settings(config: ServerConfig) -> CoreSettings:
     )
 
 
+def _join_ca_file(config: ServerConfig) -> str | None:
+    for entry in config.storage.options.get("retry_join", []):
+        if entry.get("leader_ca_cert_file"):
+            return str(entry["leader_ca_cert_file"])
+    return None
+
+
 def _dev_banner(address: str, output: InitOutput) -> str:
     return (
         "==> Coffer server started in development mode. Do not run this in production.\n\n"
@@ -82,8 +91,12 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
     if config.seal is not None and config.seal.type != "shamir":
         raise ConfigError(f"seal type {config.seal.type!r} is not supported by this build yet")
     host, port = split_address(config.listener.address)
-    physical = open_backend(config.storage.type, config.storage.options)
-    core = Core(physical, _settings(config))
+    if config.storage.type == "raft":
+        if dev:
+            raise ConfigError("-dev runs on in-memory storage, not raft")
+        core = raft_core(config, _settings(config))
+    else:
+        core = Core(open_backend(config.storage.type, config.storage.options), _settings(config))
     banner = ""
     if dev:
         banner = _dev_banner(config.listener.address, await core.dev_bootstrap(dev_root_token_id))
@@ -95,7 +108,7 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             config.listener.tls_key_file,
             config.listener.tls_min_version,
         )
-    app = create_app(core, config.listener.max_request_size)
+    app = create_app(core, config.listener.max_request_size, Forwarder(_join_ca_file(config)))
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(
@@ -117,6 +130,8 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             "storage": config.storage.type,
         },
     )
+    if core.cluster is not None:
+        core.cluster.start_retry_join()
     if banner:
         print(banner, flush=True)
     print(f"==> Coffer server listening on {config.listener.address}", flush=True)

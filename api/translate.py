@@ -7,6 +7,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl
 
+import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
@@ -14,7 +15,7 @@ from node.errors import InvalidRequestError, MethodNotAllowedError
 from node.framework.fields import parse_duration
 from node.logical.request import Operation, Request
 
-__all__ = ["header", "read_json_body", "to_request"]
+__all__ = ["decode_json", "header", "read_json_body", "to_request"]
 
 _TRUE = ("", "true", "1", "t")
 
@@ -81,11 +82,32 @@ async def read_json_body(request: web.Request) -> dict[str, Any]:
     return _parse_json_object(await _read_raw(request))
 
 
+#: A run of this many digits may be an integer beyond 64 bits, which orjson turns
+#: into a float: such bodies take the standard library's exact path.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def decode_json(raw: bytes) -> Any:
+    """orjson when it gives what the standard library would, else the standard library.
+
+    orjson rejects what ``json`` also rejects here (NaN and Infinity, bad syntax)
+    and a few things ``json`` accepts (lone surrogates, a BOM, UTF-16, overflowing
+    floats, nesting beyond 1024); all of those retry on the standard library, so
+    values and error messages are the same as before.
+    """
+    if not _LONG_DIGITS.search(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(raw, parse_constant=_reject_constant)
+
+
 def _parse_json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        parsed = json.loads(raw, parse_constant=_reject_constant)
+        parsed = decode_json(raw)
     except RecursionError as exc:
         raise InvalidRequestError(
             f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels"

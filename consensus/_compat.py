@@ -136,10 +136,9 @@ class _SocketShim(types.ModuleType):
         sock = _socket.socket(*args, **kwargs)
         host = getattr(_outgoing, "host", None)
         if host:
-            try:
+            # On failure connect from the kernel's choice rather than not at all.
+            with contextlib.suppress(OSError):
                 sock.bind((host, 0))
-            except OSError:
-                pass  # connect from the kernel's choice rather than not at all
         return sock
 
 

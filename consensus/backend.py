@@ -166,6 +166,7 @@ class RaftBackend:
                 "node_id": server.node_id,
                 "address": server.address,
                 "match_index": status["match_index"].get(server.address),
+                "connected": status["connected"].get(server.address, False),
             }
             for server in self.configuration()
             if server.address != self._config.cluster_addr

@@ -9,6 +9,7 @@ reference's do (1 = the tuned LAN defaults).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from consensus.backend import RaftBackend
 from consensus.config import RaftConfig, RaftConfigError
 from consensus.local import (
+    discard_raft_data,
     has_raft_data,
     load_founding_peers,
     mark_removed,
@@ -54,25 +56,23 @@ class ConsensusDriver:
     def mark_removed(self) -> None:
         mark_removed(self.data_dir)
 
+    def discard(self) -> None:
+        discard_raft_data(self.data_dir)
+
     async def read_local(self) -> KVState:
         return await asyncio.to_thread(read_local_state, self.data_dir)
 
     def _config(self, secret: bytes, peers: dict[str, str]) -> RaftConfig:
-        settings: dict[str, Any] = {}
-        multiplier = max(self.performance_multiplier, 1)
-        if multiplier > 1:
-            defaults = RaftConfig.__dataclass_fields__
-            for name in _SCALED:
-                settings[name] = defaults[name].default * multiplier
-        settings.update(self.overrides)
-        return RaftConfig(
+        config = RaftConfig(
             node_id=self.node_id,
             cluster_addr=self.cluster_addr,
             data_dir=self.data_dir,
             cluster_secret=secret,
             peers=peers,
-            **settings,
         )
+        multiplier = max(self.performance_multiplier, 1)
+        scaled = {name: getattr(config, name) * multiplier for name in _SCALED}
+        return dataclasses.replace(config, **{**scaled, **self.overrides})
 
     async def open(self, secret: bytes, peers: dict[str, str] | None = None) -> RaftBackend:
         if peers is not None and not self.has_data():

@@ -16,6 +16,7 @@ plus the membership entries in its log, so those founding peers are stored in
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -31,6 +32,7 @@ from node.errors import StorageError
 
 __all__ = [
     "REMOVED_MARKER",
+    "discard_raft_data",
     "has_raft_data",
     "load_founding_peers",
     "mark_removed",
@@ -46,16 +48,25 @@ _REGULAR = 0  # pysyncobj's _COMMAND_TYPE.REGULAR
 
 
 class _PlainUnpickler(pickle.Unpickler):
-    """pysyncobj frames our command as ``pickle((method id, (bytes,)))``: no
-    class is ever needed, so none may be loaded."""
+    """pysyncobj frames our command as ``pickle((method id, (bytes,)), protocol 2)``;
+    protocol 2 spells bytes as ``_codecs.encode(text, "latin1")``, the one
+    global allowed. Nothing else may be loaded."""
 
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("_codecs", "encode"):
+            return codecs.encode
         raise pickle.UnpicklingError(f"refusing to load {module}.{name} from the raft journal")
 
 
 def has_raft_data(data_dir: Path) -> bool:
     """Whether this node ever ran a replica here (bootstrapped or joined)."""
     return (data_dir / "journal").exists() or (data_dir / "dump.jsonl").exists()
+
+
+def discard_raft_data(data_dir: Path) -> None:
+    """Remove a replica that never became a member (a join that failed part-way)."""
+    for name in ("journal", "journal.meta", "dump.jsonl", _PEERS_FILE):
+        (data_dir / name).unlink(missing_ok=True)
 
 
 def was_removed(data_dir: Path) -> bool:

@@ -302,4 +302,9 @@ class RaftNode:
                 for key, value in raw.items()
                 if key.startswith("match_idx_server_")
             },
+            "connected": {
+                key.removeprefix("partner_node_status_server_"): value == 2
+                for key, value in raw.items()
+                if key.startswith("partner_node_status_server_")
+            },
         }

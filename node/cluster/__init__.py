@@ -8,11 +8,7 @@ in step with applied entries, and publishes where each node serves its API.
 It imports neither aiohttp nor pysyncobj: ``api.server`` hands it a
 :class:`~node.cluster.ports.RaftDriver` (from ``consensus.driver``) and an
 outgoing HTTP client. See ``docs/clustering.md``.
+
+Submodules are imported directly (``node.cluster.cluster`` ...): the system
+backend imports this package, and the cluster imports the engines.
 """
-
-from __future__ import annotations
-
-from node.cluster.cluster import Cluster, ClusterSettings
-from node.cluster.role import HAState
-
-__all__ = ["Cluster", "ClusterSettings", "HAState"]

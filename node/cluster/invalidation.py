@@ -114,7 +114,7 @@ class Invalidator:
             if job:
                 try:
                     await self._reload(job)
-                except Exception:  # noqa: BLE001 - a failed reload must not stop later ones
+                except Exception:  # a failed reload must not stop later ones
                     log.exception("cache reload failed", extra={"event": "cluster.reload_failed"})
             async with self._progress:
                 self._done_index = max(self._done_index, index)

@@ -100,7 +100,9 @@ async def _call(http: HttpClient, url: str, body: Mapping[str, Any]) -> dict[str
         doc = {}
     if reply.status != 200 or not isinstance(doc, dict):
         errors = doc.get("errors") if isinstance(doc, dict) else None
-        raise ClusterUnavailableError(f"the leader at {url} answered {reply.status}: {errors or reply.body!r}")
+        raise ClusterUnavailableError(
+            f"the leader at {url} answered {reply.status}: {errors or reply.body!r}"
+        )
     data = doc.get("data")
     return data if isinstance(data, dict) else doc
 

@@ -31,6 +31,7 @@ from node.errors import InvalidRequestError
 __all__ = [
     "challenge_key",
     "forwarding_key",
+    "new_nonce",
     "open_challenge",
     "raft_secret",
     "seal_challenge",
@@ -62,15 +63,16 @@ def _aad(server_id: str) -> str:
     return f"raft-join/{server_id}"
 
 
-def seal_challenge(root_key: bytes, server_id: str, nonce: bytes) -> str:
-    frame = seal_value(challenge_key(root_key), 0, _aad(server_id), nonce)
+def seal_challenge(key: bytes, server_id: str, nonce: bytes) -> str:
+    """``key`` is :func:`challenge_key` of the root key."""
+    frame = seal_value(key, 0, _aad(server_id), nonce)
     return base64.b64encode(frame).decode("ascii")
 
 
-def open_challenge(root_key: bytes, server_id: str, challenge: str) -> bytes:
+def open_challenge(key: bytes, server_id: str, challenge: str) -> bytes:
     try:
         frame = base64.b64decode(challenge, validate=True)
-        return open_sealed(challenge_key(root_key), _aad(server_id), frame)
+        return open_sealed(key, _aad(server_id), frame)
     except (binascii.Error, ValueError, DecryptionError) as exc:
         raise InvalidRequestError(
             "the leader's join challenge does not open with these unseal keys: "

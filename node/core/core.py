@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
@@ -36,6 +36,9 @@ from node.seal.shamir_seal import ShamirSeal
 from node.tokens.entry import TokenEntry
 from node.tokens.expiration import ExpirationManager
 from node.tokens.store import TokenStore
+
+if TYPE_CHECKING:
+    from node.cluster.cluster import Cluster
 
 __all__ = ["VERSION", "Core", "CoreSettings", "InitOutput"]
 
@@ -81,6 +84,8 @@ class Core:
         self.logins = LoginCompleter(self)
         #: Outgoing HTTP for auth methods that call third parties; set by ``api.app``.
         self.http_client: HttpClient | None = None
+        #: Raft membership and HA role; ``None`` on inmem/file storage (always active).
+        self.cluster: Cluster | None = None
         #: The identity subsystem, once it is wired; logins skip entity linking without it.
         self.identity: IdentityLink | None = None
         self.router = Router()
@@ -105,7 +110,10 @@ class Core:
         return await self.lifecycle.initialized()
 
     async def initialize(self, shares: int, threshold: int) -> InitOutput:
-        keys_hex, keys_b64, root_key = await self.lifecycle.initialize(shares, threshold)
+        if self.cluster is None:
+            keys_hex, keys_b64, root_key = await self.lifecycle.initialize(shares, threshold)
+        else:
+            keys_hex, keys_b64, root_key = await self._initialize_raft(shares, threshold)
         try:
             await self._post_unseal(serve=False)
             root_token, _ = await self.tokens.create_root()
@@ -113,6 +121,21 @@ class Core:
             await self.seal()
         del root_key
         return InitOutput(keys_hex, keys_b64, root_token)
+
+    async def _initialize_raft(
+        self, shares: int, threshold: int
+    ) -> tuple[list[str], list[str], bytes]:
+        """Init's writes are staged until the new root key can start the replica."""
+        assert self.cluster is not None
+        await self.cluster.begin_initialize()
+        try:
+            output = await self.lifecycle.initialize(shares, threshold)
+            await self.cluster.finish_initialize(output[2])
+        except BaseException:
+            self.lifecycle.seal_barrier()
+            await self.cluster.abort_initialize()
+            raise
+        return output
 
     async def unseal(self, key: str) -> SealStatus:
         if await self.lifecycle.submit_share(key):
@@ -136,6 +159,8 @@ class Core:
         self.namespaces.clear()
         self.tokens.forget_cached_salt()
         self.lifecycle.seal_barrier()
+        if self.cluster is not None:
+            await self.cluster.on_seal()
         self.metrics.unsealed.set(0)
         log.info("sealed", extra={"event": "core.sealed"})
 
@@ -152,8 +177,11 @@ class Core:
         await self.mounts.load()
         for namespace in self.namespaces.all():
             await self.policy_store(namespace.id).ensure_default()
-        await self.expiration.start()
+        if self.cluster is None:
+            await self.expiration.start()  # on Raft, only the active node runs it
         self._serving = serve
+        if serve and self.cluster is not None:
+            await self.cluster.after_unseal()
         self.metrics.unsealed.set(1 if serve else 0)
         log.info("unsealed", extra={"event": "core.unsealed"})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 
 from node.barrier.barrier import Barrier
 from node.errors import AlreadyInitializedError, InvalidRequestError, NotInitializedError
@@ -27,6 +28,9 @@ class Lifecycle:
         self._lock = asyncio.Lock()
         self._progress: ShareCollector | None = None
         self._config: SealConfig | None = None
+        #: Runs with the reconstructed root key before the barrier opens; Raft
+        #: storage starts its replica here (the transport secret derives from it).
+        self.before_unseal: Callable[[bytes], Awaitable[None]] | None = None
 
     async def seal_config(self) -> SealConfig | None:
         if self._config is None:
@@ -72,6 +76,8 @@ class Lifecycle:
                 return False
             parts, self._progress = self._progress.shares, None
             root_key = await self.seal.root_key_from_shares(parts)
+            if self.before_unseal is not None:
+                await self.before_unseal(root_key)
             await self.barrier.unseal(root_key)
             return True
 

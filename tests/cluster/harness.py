@@ -181,7 +181,10 @@ class Cluster:
     def wait_converged(self, timeout: float = 20.0) -> int:
         """Wait until every live node applied what the leader committed."""
         leader = self.wait_for_leader(timeout)
-        target = leader.request("status")["commit_index"]
+        # Right after an election the leader's commit index can trail its log
+        # until it commits an entry of its own term: commit one, wait for that.
+        revision = leader.request("put", key="converged-marker", value="1", wait=timeout)
+        target = max(int(revision), leader.request("status")["commit_index"])
         for node in self.live():
             node.request("wait_index", index=target, timeout=timeout, wait=timeout + 5)
         return int(target)

@@ -10,6 +10,7 @@ from node.engines.system.keys import key_paths
 from node.engines.system.mounts import mount_paths
 from node.engines.system.namespaces import namespace_paths
 from node.engines.system.policies import policy_paths
+from node.engines.system.raft import raft_paths
 from node.engines.system.telemetry import telemetry_paths
 from node.engines.system.ui_mounts import ui_mount_paths
 from node.engines.system.wrapping import wrapping_paths
@@ -47,6 +48,7 @@ class SystemBackend(FrameworkBackend):
                 *telemetry_paths(core),
                 *internal_paths(core, namespace),
                 *ui_mount_paths(core, namespace),
+                *raft_paths(core),
             ]
         )
 

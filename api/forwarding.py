@@ -1,0 +1,287 @@
+"""Request forwarding from standbys to the active node.
+
+A standby relays every request (except the sealed-safe, node-local ones) to
+the active node's ``api_addr``; a performance standby serves READ/LIST/HELP
+itself unless the request carries a wrap TTL, a limited-use token or a token
+it does not know (yet). The request keeps its method, raw path and query,
+headers (minus hop-by-hop ones) and body; the reply's status, headers and
+body come back unchanged.
+
+* **Client address.** The standby adds ``X-Coffer-Forwarded-For`` and an
+  HMAC of it (with method and path) under a key derived from the Raft
+  secret; the active node uses it as the client address only when the HMAC
+  verifies, so ``token_bound_cidrs`` hold through forwarding and no client
+  can claim another address.
+* **Read-your-writes.** The active node returns its applied Raft index in
+  ``X-Coffer-Index``; a standby that relayed a write waits until its own
+  replica and caches have applied it before answering.
+* **No forwarding.** With ``X-Service-No-Request-Forwarding`` (or the Vault
+  header) a standby answers 307 to the active node instead; with no known
+  active node it answers 503 "no active node".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from yarl import URL
+
+from api.envelope import error_response
+from api.keys import CORE
+from api.translate import client_token, header
+from node.cluster.cluster import Cluster
+from node.cluster.errors import NoActiveNodeError
+from node.cluster.role import HAState
+from node.cluster.secrets import sign, verify
+from node.core.core import Core
+from node.errors import CofferError
+from node.outbound import DEFAULT_TIMEOUT, HttpReply, OutboundError
+
+__all__ = ["FORWARDER", "INDEX_HEADER", "Forwarder", "forwarding_middleware", "redirect"]
+
+log = logging.getLogger("coffer.forwarding")
+
+INDEX_HEADER = "X-Coffer-Index"
+FORWARDED_FOR = "X-Coffer-Forwarded-For"
+FORWARDED_SIG = "X-Coffer-Forwarded-Signature"
+NOT_ACTIVE = "X-Coffer-Not-Active"
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "content-encoding",
+        FORWARDED_FOR.lower(),
+        FORWARDED_SIG.lower(),
+        NOT_ACTIVE.lower(),
+    }
+)
+#: Always answered by the node that receives them (sealed-safe or node-local).
+_LOCAL = re.compile(
+    r"^/v1/sys/(init|seal-status|unseal|seal|health|leader|metrics|"
+    r"storage/raft/(join|bootstrap/.*))$"
+)
+#: Served by the active node even for a performance standby's reads.
+_ACTIVE_ONLY = re.compile(r"^/v1/sys/storage/raft/")
+_READ_METHODS = frozenset({"GET", "HEAD", "LIST", "HELP"})
+_ATTEMPTS = 4
+_MAX_REPLY = 1024 * 1024
+_WAIT_FOR_INDEX = 5.0
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Forwarder:
+    """One client session for everything a node sends to its peers' APIs."""
+
+    def __init__(self, ca_file: str | None = None) -> None:
+        self._ca_file = ca_file
+        self._extra_ca: list[str] = []
+        self._session: aiohttp.ClientSession | None = None
+        self._retired: list[aiohttp.ClientSession] = []
+
+    def trust(self, pem: str) -> None:
+        """Also trust ``pem`` (a join's ``leader_ca_cert``) for later connections."""
+        self._extra_ca.append(pem)
+        if self._session is not None:
+            self._retired.append(self._session)  # closed with the forwarder
+            self._session = None
+
+    def _ssl(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self._ca_file)
+        for pem in self._extra_ca:
+            context.load_verify_locations(cadata=pem)
+        return context
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._ssl()),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=60, connect=5),
+            )
+        return self._session
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> HttpReply:
+        """``node.outbound.HttpClient`` for the cluster's own calls (join, membership)."""
+        try:
+            async with (
+                asyncio.timeout(timeout),
+                self._get_session().request(
+                    method, url, headers=dict(headers or {}), json=json, allow_redirects=False
+                ) as reply,
+            ):
+                body = await reply.content.read(_MAX_REPLY + 1)
+                if len(body) > _MAX_REPLY:
+                    raise OutboundError("reply too large")
+                return HttpReply(
+                    reply.status, {k.lower(): v for k, v in reply.headers.items()}, body
+                )
+        except TimeoutError:
+            raise OutboundError(f"no reply within {timeout:g} seconds") from None
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise OutboundError(f"{type(exc).__name__}: {exc}") from None
+
+    async def close(self) -> None:
+        for session in self._retired:
+            await session.close()
+        self._retired.clear()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def forward(
+        self, request: web.Request, cluster: Cluster, state: HAState
+    ) -> web.StreamResponse:
+        """Relay ``request`` to the active node (retrying only what was never sent)."""
+        body = await request.read()
+        client = request.remote or ""
+        key = cluster.forward_key
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        if key is not None:
+            headers[FORWARDED_FOR] = client
+            headers[FORWARDED_SIG] = sign(key, client, request.method, request.raw_path)
+        for attempt in range(_ATTEMPTS):
+            if not state.leader_api_addr:
+                raise NoActiveNodeError()
+            url = URL(state.leader_api_addr.rstrip("/") + request.raw_path, encoded=True)
+            try:
+                async with self._get_session().request(
+                    request.method, url, headers=headers, data=body, allow_redirects=False
+                ) as reply:
+                    payload = await reply.read()
+                    if reply.headers.get(NOT_ACTIVE) and attempt < _ATTEMPTS - 1:
+                        state = await _next_state(cluster, state)
+                        continue
+                    if request.method not in _READ_METHODS:
+                        await _catch_up(cluster, reply.headers.get(INDEX_HEADER, ""))
+                    relayed = {
+                        k: v for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP
+                    }
+                    return web.Response(status=reply.status, body=payload, headers=relayed)
+            except aiohttp.ClientConnectorError:
+                if attempt == _ATTEMPTS - 1:
+                    break
+                state = await _next_state(cluster, state)  # nothing was sent: safe to retry
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                log.warning(
+                    "forwarding failed", extra={"event": "forward.failed", "error": repr(exc)}
+                )
+                return error_response(502, [f"forwarding to the active node failed: {exc!r}"])
+        return error_response(503, ["no active node"])
+
+
+async def _next_state(cluster: Cluster, previous: HAState) -> HAState:
+    """Wait briefly for a (possibly new) active node."""
+    for _ in range(20):
+        await asyncio.sleep(0.1)
+        state = await cluster.state()
+        if state.active or state.sealed:
+            raise NoActiveNodeError()  # we became active, or sealed: let the client retry
+        if state.leader_api_addr and state.leader_api_addr != previous.leader_api_addr:
+            return state
+    return await cluster.state()
+
+
+async def _catch_up(cluster: Cluster, raw_index: str) -> None:
+    """Read-your-writes: wait until this node applied (and digested) the write."""
+    replica = cluster.replica
+    if not raw_index.isdigit() or replica is None:
+        return
+    index = int(raw_index)
+    with contextlib.suppress(CofferError, TimeoutError):
+        await replica.wait_for_index(index, _WAIT_FOR_INDEX)
+        await cluster.invalidator.settled(index, _WAIT_FOR_INDEX)
+
+
+def verified_client(request: web.Request, cluster: Cluster) -> str | None:
+    """The client address a peer vouched for, if its signature checks out."""
+    address = request.headers.get(FORWARDED_FOR)
+    signature = request.headers.get(FORWARDED_SIG)
+    key = cluster.forward_key
+    if address is None or not signature or key is None:
+        return None
+    if verify(key, signature, address, request.method, request.raw_path):
+        return address
+    return None
+
+
+async def _serves_locally(request: web.Request, core: Core) -> bool:
+    """A performance standby's choice: plain reads stay, anything else goes."""
+    method = request.method.upper()
+    if method not in _READ_METHODS or _ACTIVE_ONLY.match(request.path):
+        return False
+    if header(request, "Wrap-TTL"):
+        return False
+    token = client_token(request)
+    if token:
+        entry = await core.tokens.lookup(token)
+        if entry is None or entry.num_uses > 0:
+            # Unknown here (perhaps not replicated yet), or a use count that
+            # must be decided on the active node: let the active node answer.
+            return False
+    return True
+
+
+def redirect(request: web.Request, state: HAState) -> web.Response:
+    location = state.leader_api_addr.rstrip("/") + request.raw_path
+    return web.Response(status=307, headers={"Location": location, "Cache-Control": "no-store"})
+
+
+FORWARDER = web.AppKey("forwarder", Forwarder)
+
+
+@web.middleware
+async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    core = request.app[CORE]
+    cluster = core.cluster
+    if cluster is None:
+        return await handler(request)
+    vouched = verified_client(request, cluster)
+    if vouched is not None:
+        request = request.clone(remote=vouched)
+    if not request.path.startswith("/v1/") or _LOCAL.match(request.path) or core.sealed:
+        return await handler(request)
+    state = await cluster.state()
+    if state.active:
+        response = await handler(request)
+        if cluster.replica is not None:
+            response.headers[INDEX_HEADER] = str(cluster.replica.applied_index())
+        return response
+    if vouched is not None:
+        # Forwarded to us, but we are not (or no longer) active: the sender retries.
+        reply = error_response(503, ["this node is not the active node"])
+        reply.headers[NOT_ACTIVE] = "1"
+        return reply
+    if state.performance_standby and await _serves_locally(request, core):
+        return await handler(request)
+    if not state.leader_api_addr:
+        raise NoActiveNodeError()
+    if header(request, "No-Request-Forwarding"):
+        return redirect(request, state)
+    return await request.app[FORWARDER].forward(request, cluster, state)

@@ -1,0 +1,94 @@
+"""CPU seconds and resident memory of server processes, read from ``/proc``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "ProcSample",
+    "cpu_seconds",
+    "machine_busy_seconds",
+    "peak_rss_kib",
+    "rss_kib",
+    "sample",
+    "tree",
+]
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _status_field(pid: int, name: str) -> int:
+    """A ``kB`` field of ``/proc/PID/status`` (0 when the process is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith(name + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process (all its threads)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    # The command name may hold spaces and parentheses: split after the last ")".
+    fields = raw[raw.rindex(")") + 2 :].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    return (utime + stime) / _TICKS
+
+
+def rss_kib(pid: int) -> int:
+    return _status_field(pid, "VmRSS")
+
+
+def peak_rss_kib(pid: int) -> int:
+    """High-water mark of the resident set since the process started."""
+    return _status_field(pid, "VmHWM")
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (a launcher script may fork the real server)."""
+    found = [pid]
+    index = 0
+    while index < len(found):
+        current = found[index]
+        index += 1
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        found.extend(int(child) for child in children)
+    return found
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    cpu_s: float
+    rss_kib: int
+    peak_rss_kib: int
+
+
+def sample(pids: Iterable[int]) -> dict[int, ProcSample]:
+    return {
+        pid: ProcSample(cpu_seconds(pid), rss_kib(pid), peak_rss_kib(pid))
+        for root in pids
+        for pid in tree(root)
+    }
+
+
+def machine_busy_seconds() -> float:
+    """CPU time every core spent on anything but idle and I/O wait, since boot."""
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return 0.0
+    ticks = [int(v) for v in first[1:9]]  # user nice system idle iowait irq softirq steal
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / _TICKS

@@ -1,0 +1,79 @@
+"""Rewrites the generated blocks of ``docs/performance.md`` from one run's records.
+
+A block sits between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``. Only the
+blocks this run has data for are replaced; the text around them is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from bench import tables
+
+__all__ = ["render_blocks", "replace_block", "update_docs"]
+
+Record = dict[str, Any]
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    pattern = re.compile(
+        rf"(<!-- bench:{re.escape(name)} -->\n).*?(<!-- /bench:{re.escape(name)} -->)", re.S
+    )
+    if not pattern.search(text):
+        raise KeyError(f"docs have no block {name!r}")
+    return pattern.sub(lambda m: m.group(1) + body.rstrip("\n") + "\n" + m.group(2), text)
+
+
+def _meta_block(meta: dict[str, Any], records: Iterable[Record]) -> str:
+    m = meta["machine"]
+    versions = {
+        r["target"]: r["target_info"].get("version") for r in records if r.get("target_info")
+    }
+    lines = [
+        f"- Run: `{meta['command']}` on {time.strftime('%Y-%m-%d %H:%M %Z')}",
+        f"- Machine: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}, Python {m['python']}",
+    ]
+    etcd = next((v for k, v in versions.items() if k.startswith("etcd") and v), None)
+    if etcd:
+        lines.append(f"- etcd {etcd} (Debian `etcd-server`)")
+    return "\n".join(lines) + "\n"
+
+
+def render_blocks(records: list[Record], meta: dict[str, Any]) -> dict[str, str]:
+    """Block name → Markdown, for every block these records can fill."""
+    blocks: dict[str, str] = {}
+    by_section: dict[str, list[Record]] = {}
+    for record in records:
+        by_section.setdefault(record.get("section", ""), []).append(record)
+    suite = meta["suite"]
+    blocks[f"run-{suite}"] = _meta_block(meta, records)
+    renderers: dict[str, Callable[[list[Record]], str]] = {
+        "baselines": tables.measurements,
+        "single": tables.measurements,
+        "cluster": tables.measurements,
+        "perfpass": tables.perfpass,
+        "nodes": tables.nodes,
+        "secrets": tables.secrets,
+        "profile": tables.profiles,
+    }
+    for section, rows in by_section.items():
+        if section in renderers:
+            blocks[section] = renderers[section](rows)
+    if suite == "standard":
+        blocks["ratios"] = tables.ratios(records)
+        blocks["goals"] = tables.goals(records)
+        blocks["headline"] = tables.headline(records)
+        blocks["commands"] = tables.commands(records)
+    return blocks
+
+
+def update_docs(path: Path, records: list[Record], meta: dict[str, Any]) -> None:
+    text = path.read_text()
+    for name, body in render_blocks(records, meta).items():
+        text = replace_block(text, name, body)
+    path.write_text(text)
+    print(f"updated {path}")

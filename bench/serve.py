@@ -1,0 +1,61 @@
+"""``coffer server`` with benchmark switches, without touching the server's own code.
+
+    python -m bench.serve [--uvloop] [--stdlib-json] [--profile OUT.json] -- server -config F
+
+``--uvloop`` installs uvloop's event-loop policy before ``api.server.main`` calls
+``asyncio.run``. ``--stdlib-json`` puts the standard library's ``json`` back in the
+API edge's encoder and decoder (the state before the performance pass), for
+before/after figures in one run. ``--profile`` samples the event-loop thread with
+pyinstrument until the server exits and writes the top frames as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _use_stdlib_json() -> None:
+    import api.envelope
+    import api.translate
+
+    def encode(body: Any) -> bytes:
+        return json.dumps(body).encode()
+
+    def decode(raw: bytes) -> Any:
+        return json.loads(raw, parse_constant=api.translate._reject_constant)
+
+    api.envelope.encode_json = encode  # json_response looks it up at call time
+    api.translate.decode_json = decode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.serve")
+    parser.add_argument("--uvloop", action="store_true")
+    parser.add_argument("--stdlib-json", action="store_true")
+    parser.add_argument("--profile", default="")
+    parser.add_argument("server_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    rest = [a for a in args.server_args if a != "--"]
+    if args.uvloop:
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    if args.stdlib_json:
+        _use_stdlib_json()
+    from api.entrypoint import main as entry
+
+    if not args.profile:
+        return entry(rest)
+    from bench.profiling import profiled
+
+    return profiled(lambda: entry(rest), args.profile)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""Markdown tables for ``docs/performance.md`` from measurement records."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "commands",
+    "fmt",
+    "goals",
+    "headline",
+    "measurements",
+    "nodes",
+    "perfpass",
+    "profiles",
+    "ratios",
+    "secrets",
+]
+
+Record = dict[str, Any]
+
+_VIEW = {
+    "node": "direct",
+    "active": "active node",
+    "standbys": "reads: perf standbys",
+    "lb": "HAProxy (compose cfg)",
+    "leader": "leader",
+    "followers": "reads: followers",
+}
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def _table(header: list[str], rows: Iterable[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _errors(record: Record) -> str:
+    errors = record.get("errors") or {}
+    return ", ".join(f"{k}: {v}" for k, v in sorted(errors.items())) or "0"
+
+
+def _rss(record: Record) -> str:
+    return " / ".join(fmt(v, 0) for v in record.get("server_peak_rss_mib", []))
+
+
+def _row(record: Record, first: str) -> list[str]:
+    return [
+        first,
+        _VIEW.get(record["view"], record["view"]),
+        record["workload_label"] or record["workload"],
+        str(record["concurrency"]),
+        fmt(record["throughput"], 0),
+        fmt(record["p50_ms"], 2),
+        fmt(record["p90_ms"], 2),
+        fmt(record["p99_ms"], 2),
+        fmt(record["max_ms"], 1),
+        _errors(record),
+        fmt(record["server_cpu_pct"], 0),
+        fmt(100 * record["client_cpu_s"] / record["seconds"], 0),
+        fmt(record.get("other_cpu_pct"), 0),
+        _rss(record),
+    ]
+
+
+_HEADER = [
+    "target",
+    "via",
+    "workload",
+    "c",
+    "ops/s",
+    "p50 ms",
+    "p90 ms",
+    "p99 ms",
+    "max ms",
+    "errors",
+    "server CPU %",
+    "client CPU %",
+    "other CPU %",
+    "peak RSS MiB",
+]
+
+
+def measurements(records: list[Record]) -> str:
+    return _table(_HEADER, (_row(r, r["label"]) for r in records))
+
+
+def perfpass(records: list[Record]) -> str:
+    return _table(_HEADER, (_row(r, r["label"]) for r in records))
+
+
+def nodes(records: list[Record]) -> str:
+    header = ["cluster", "c", "writes/s", "p50 ms", "p90 ms", "p99 ms", "errors", "CPU %", "RSS"]
+    rows = [
+        [
+            r["target"],
+            str(r["concurrency"]),
+            fmt(r["throughput"], 0),
+            fmt(r["p50_ms"], 2),
+            fmt(r["p90_ms"], 2),
+            fmt(r["p99_ms"], 2),
+            _errors(r),
+            fmt(r["server_cpu_pct"], 0),
+            _rss(r),
+        ]
+        for r in records
+    ]
+    return _table(header, rows)
+
+
+def secrets(records: list[Record]) -> str:
+    header = [
+        "target",
+        "secrets",
+        "load writes/s",
+        "start → unsealed s",
+        "start → ready s",
+        "RSS after load MiB",
+        "RSS after restart MiB",
+        "data on disk MiB",
+    ]
+    rows = [
+        [
+            r["target"],
+            f"{r['secrets']:,}",
+            fmt(r["load_writes_per_s"], 0),
+            fmt(r["start_to_unsealed_s"], 2),
+            fmt(r["start_to_ready_s"], 2),
+            " / ".join(fmt(v, 0) for v in r["rss_after_load_mib"]),
+            " / ".join(fmt(v, 0) for v in r["rss_after_start_mib"])
+            if r["start_to_ready_s"]
+            else "—",
+            fmt(r["disk_mib"], 0),
+        ]
+        for r in records
+    ]
+    return _table(header, rows)
+
+
+def profiles(records: list[Record]) -> str:
+    out = []
+    for r in records:
+        summary = r["summary"]
+        out.append(
+            f"**{r['workload_label']}, {r.get('where', 'one node')}, "
+            f"concurrency {r['concurrency']}**: "
+            f"{fmt(r['throughput'], 0)} ops/s while sampled, "
+            f"{summary.get('samples', 0):,} busy-thread samples at 250 Hz.\n"
+        )
+        rows = []
+        areas, selfs, totals = summary["areas"], summary["self"], summary["total"]
+        for i in range(12):
+            rows.append(
+                [
+                    f"{areas[i]['name']} {fmt(areas[i]['pct'])}" if i < len(areas) else "",
+                    f"`{selfs[i]['name']}` {fmt(selfs[i]['pct'])}" if i < len(selfs) else "",
+                    f"`{totals[i]['name']}` {fmt(totals[i]['pct'])}" if i < len(totals) else "",
+                ]
+            )
+        out.append(_table(["self % by area", "self % by function", "inclusive %"], rows))
+    return "\n".join(out)
+
+
+def _find(records: list[Record], target: str, view: str, workload: str, c: int) -> Record | None:
+    for r in reversed(records):
+        if (
+            r.get("section") != "perfpass"
+            and r.get("target") == target
+            and r.get("view") == view
+            and r.get("workload") == workload
+            and r.get("concurrency") == c
+        ):
+            return r
+    return None
+
+
+def _ops(record: Record | None) -> float | None:
+    return None if record is None else float(record["throughput"])
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or not b:
+        return "—"
+    return f"{a / b:.2f}"
+
+
+_COMPARE = [
+    ("coffer-inmem", "node", "one node, inmem", "leader"),
+    ("coffer-file", "node", "one node, file", "leader"),
+    ("coffer-raft3", "active", "3 nodes, active", "leader"),
+    ("coffer-raft3", "standbys", "3 nodes, reads on standbys", "followers"),
+    ("coffer-raft3", "lb", "3 nodes, via HAProxy", "leader"),
+]
+
+
+def ratios(records: list[Record]) -> str:
+    header = [
+        "workload",
+        "c",
+        "Coffer",
+        "Coffer ops/s",
+        "etcd3 ops/s (same path)",
+        "Coffer / etcd",
+        "ceiling ops/s",
+        "Coffer / ceiling",
+    ]
+    rows = []
+    for workload in ("kv2-read", "kv2-write", "mixed-90-10"):
+        ceiling_workload = "kv2-write" if workload == "kv2-write" else "kv2-read"
+        for c in (1, 32):
+            ceiling = _ops(_find(records, "ceiling", "node", ceiling_workload, c))
+            for target, view, label, etcd_view in _COMPARE:
+                coffer = _ops(_find(records, target, view, workload, c))
+                if coffer is None:
+                    continue
+                etcd_record = _find(records, "etcd3", etcd_view, workload, c)
+                etcd_record = etcd_record or _find(records, "etcd3", "leader", workload, c)
+                etcd = _ops(etcd_record)
+                rows.append(
+                    [
+                        workload,
+                        str(c),
+                        label,
+                        fmt(coffer, 0),
+                        fmt(etcd, 0) + (f" ({etcd_record['view']})" if etcd_record else ""),
+                        _ratio(coffer, etcd),
+                        fmt(ceiling, 0),
+                        _ratio(coffer, ceiling),
+                    ]
+                )
+    return _table(header, rows)
+
+
+def _goal_rows(records: list[Record]) -> list[list[str]]:
+    def get(target: str, view: str, workload: str, c: int) -> Record | None:
+        return _find(records, target, view, workload, c)
+
+    rows = []
+    write3 = get("coffer-raft3", "active", "kv2-write", 32)
+    put3 = get("etcd3", "leader", "kv2-write", 32)
+    read1 = get("coffer-inmem", "node", "kv2-read", 32)
+    range3 = get("etcd3", "leader", "kv2-read", 32)
+    ceiling = get("ceiling", "node", "kv2-read", 32)
+    read_c1 = get("coffer-inmem", "node", "kv2-read", 1)
+    write_c1 = get("coffer-raft3", "active", "kv2-write", 1)
+
+    def ratio_goal(name: str, a: Record | None, b: Record | None, bound: float) -> list[str]:
+        ops_a, ops_b = _ops(a), _ops(b)
+        value = ops_a / ops_b if ops_a is not None and ops_b else None
+        met = "—" if value is None else ("yes" if value >= bound else "**no**")
+        detail = f"{fmt(ops_a, 0)} / {fmt(ops_b, 0)} ops/s"
+        return [name, f"≥ {bound:g}", fmt(value, 2), detail, met]
+
+    def latency_goal(name: str, r: Record | None, key: str, bound: float) -> list[str]:
+        value = None if r is None else float(r[key])
+        met = "—" if value is None else ("yes" if value < bound else "**no**")
+        return [name, f"< {bound:g} ms", fmt(value, 2) + " ms", "", met]
+
+    rows.append(ratio_goal("3-node KV v2 write / 3-node etcd put (c=32)", write3, put3, 1.0))
+    rows.append(
+        ratio_goal("1-node KV v2 read / etcd serializable range (c=32)", read1, range3, 1.0)
+    )
+    rows.append(ratio_goal("1-node KV v2 read / aiohttp ceiling (c=32)", read1, ceiling, 0.5))
+    rows.append(latency_goal("p99, single-client KV v2 read (inmem)", read_c1, "p99_ms", 2.0))
+    rows.append(latency_goal("p50, single-client KV v2 write, 3 nodes", write_c1, "p50_ms", 10.0))
+    return rows
+
+
+def goals(records: list[Record]) -> str:
+    return _table(["goal", "target", "measured", "from", "met"], _goal_rows(records))
+
+
+def headline(records: list[Record]) -> str:
+    keep = [r[:3] + r[4:] for r in _goal_rows(records)]
+    return _table(["goal", "target", "measured", "met"], keep)
+
+
+def _clean(command: str) -> str:
+    command = command.replace(sys.executable, ".venv/bin/python")
+    return re.sub(r"/tmp/bench-[^/\s]+", "$WORK", command)
+
+
+def commands(records: list[Record]) -> str:
+    seen: dict[str, str] = {}
+    for r in records:
+        command = r.get("target_info", {}).get("command")
+        if command and r["label"] not in seen:
+            seen[r["label"]] = _clean(command)
+    lines = []
+    for label, command in seen.items():
+        lines.append(f"- **{label}**:")
+        lines.append("  ```")
+        lines += [f"  {part.strip()}" for part in command.split(" ; ")]
+        lines.append("  ```")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,179 @@
+"""``python -m chaos.compose SCENARIO... [options]``: container chaos against the compose cluster.
+
+Scenarios: kill-active, pause-active, disconnect-active, rolling-restart, full-restart,
+or ``all``. With ``--up`` the cluster is built and started first (project
+``coffer-chaos`` on free 127.0.0.1 ports unless it is already running); ``--down``
+removes it afterwards. ``--record docs/chaos.md`` writes the results table, with this
+command line, between the markers in that file. Exits 1 if any scenario lost an
+acknowledged write, saw a regression, or did not get every node back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from chaos.compose.scenarios import SCENARIOS, RunSettings, ScenarioResult, run_scenario
+from deploy.clusterctl import NODES, STATE_DIR, ClusterError, ComposeCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+START, END = "<!-- chaos-results:start -->", "<!-- chaos-results:end -->"
+PORT_VARIABLES = (
+    "COFFER_LB_PORT",
+    "COFFER_LB_STATS_PORT",
+    "COFFER_NODE1_PORT",
+    "COFFER_NODE2_PORT",
+    "COFFER_NODE3_PORT",
+)
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def port_env() -> dict[str, str]:
+    return dict(zip(PORT_VARIABLES, map(str, free_ports(len(PORT_VARIABLES))), strict=True))
+
+
+def is_running(cluster: ComposeCluster) -> bool:
+    try:
+        return all(cluster.container_state(s).get("Running") for s in (*NODES, "lb"))
+    except ClusterError:
+        return False
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def results_markdown(results: list[ScenarioResult], command: str, settings: RunSettings) -> str:
+    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
+    if _git("status", "--porcelain", "--", "node", "api", "consensus", "deploy", "chaos"):
+        commit += " + uncommitted changes"
+    lines = [
+        START,
+        f"Last run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}, "
+        f"fault held {settings.duration:g}s, {settings.writers} writers and "
+        f"{settings.readers} readers on {settings.keys} keys.",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        "| scenario | ops | acked writes | indeterminate | lost | regressions | "
+        "stale any-node reads | longest without a write | first write after fault | "
+        "recovered after | nodes back | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        rep = r.report
+        first = f"{r.first_write_after_fault:.2f} s" if r.first_write_after_fault else "—"
+        recovered = f"{r.recovery_seconds:.1f} s" if r.recovery_seconds is not None else "—"
+        stale = f"{rep.stale_reads} (≤ {rep.max_staleness:.2f} s)" if rep.stale_reads else "0"
+        lines.append(
+            f"| {r.scenario} | {rep.operations} | {rep.acknowledged} | {rep.indeterminate} | "
+            f"{rep.lost} | {rep.regressions} | {stale} | {rep.unavailable_seconds:.2f} s | "
+            f"{first} | {recovered} | {'yes' if r.nodes_back else 'no'} | "
+            f"{'OK' if r.ok else 'FAILED'} |"
+        )
+    failures = [f for r in results for f in r.report.findings[:5]]
+    errors = [f"{r.scenario}: {r.error}" for r in results if r.error]
+    if failures or errors:
+        lines += ["", "Findings:", ""]
+        lines += [f"- {f.kind} `{f.key}`: {f.detail}" for f in failures]
+        lines += [f"- error {e}" for e in errors]
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def record(path: Path, block: str) -> None:
+    text = path.read_text() if path.exists() else ""
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m chaos.compose", description=__doc__)
+    parser.add_argument("scenarios", nargs="+", choices=[*SCENARIOS, "all"], metavar="SCENARIO")
+    parser.add_argument("-p", "--project", default=os.environ.get("COFFER_PROJECT", "coffer-chaos"))
+    parser.add_argument("--up", action="store_true", help="build and start the cluster first")
+    parser.add_argument("--no-build", action="store_true", help="with --up: reuse the images")
+    parser.add_argument("--down", action="store_true", help="remove the cluster afterwards")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds the fault lasts")
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--settle", type=float, default=5.0)
+    parser.add_argument("--keys", type=int, default=6)
+    parser.add_argument("--writers", type=int, default=3)
+    parser.add_argument("--readers", type=int, default=2)
+    parser.add_argument("--record", type=Path, help="write the results table into this file")
+    parser.add_argument("--json", type=Path, help="write the results as JSON")
+    parser.add_argument(
+        "--out", type=Path, default=STATE_DIR / "chaos", help="where histories go (JSON lines)"
+    )
+    args = parser.parse_args(argv)
+    names = list(SCENARIOS) if "all" in args.scenarios else args.scenarios
+    settings = RunSettings(
+        duration=args.duration,
+        warmup=args.warmup,
+        settle=args.settle,
+        keys=args.keys,
+        writers=args.writers,
+        readers=args.readers,
+    )
+
+    cluster = ComposeCluster(project=args.project)
+    results: list[ScenarioResult] = []
+    try:
+        if args.up and not is_running(cluster):
+            cluster.env = port_env()
+            ready = cluster.up(build=not args.no_build)
+            print(cluster.summary(ready), flush=True)
+        for name in names:
+            print(f"\n>> {name} (fault held {settings.duration:g}s)", flush=True)
+            result = run_scenario(cluster, name, settings, args.out)
+            print(result.summary(), flush=True)
+            results.append(result)
+    except (ClusterError, OSError, subprocess.CalledProcessError) as exc:
+        print(f"chaos: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if args.down:
+            cluster.down()
+    if args.record and results:
+        command = "python -m chaos.compose " + shlex.join(argv)
+        record(args.record, results_markdown(results, command, settings))
+        print(f"\nresults recorded in {args.record}")
+    if args.json:
+        args.json.write_text(json.dumps([r.to_dict() for r in results], indent=2) + "\n")
+    failed = [r.scenario for r in results if not r.ok]
+    print(
+        f"\n{len(results) - len(failed)}/{len(results)} scenarios OK"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
+    return 1 if failed or len(results) < len(names) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

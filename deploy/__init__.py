@@ -1,0 +1,1 @@
+"""Deployment files; ``deploy.clusterctl`` drives the compose cluster (importable by chaos)."""

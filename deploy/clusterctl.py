@@ -1,0 +1,524 @@
+#!/usr/bin/env python3
+"""Drive the compose cluster in ``deploy/compose.yaml``: up, down, unseal, status, snapshots.
+
+``make cluster-up`` runs ``clusterctl.py up``: build the images, start three nodes and
+HAProxy, initialise node1 (5 key shares, threshold 3), write the keys and root token to
+a 0600 file under ``deploy/.cluster/``, unseal node1, then unseal node2 and node3 (which
+``retry_join`` has made pending joiners), and wait until all three are Raft voters and
+HAProxy has an active node to send writes to.
+
+Standard library only, so it runs with any Python 3.11. ``chaos.compose`` imports
+:class:`ComposeCluster` from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = [
+    "COMPOSE_FILE",
+    "NODES",
+    "ClusterError",
+    "ComposeCluster",
+    "HttpReply",
+    "http_request",
+    "main",
+]
+
+DEPLOY = Path(__file__).resolve().parent
+COMPOSE_FILE = DEPLOY / "compose.yaml"
+STATE_DIR = DEPLOY / ".cluster"
+NODES = ("node1", "node2", "node3")
+LB = "lb"
+DEFAULT_PROJECT = "coffer"
+KEY_SHARES, KEY_THRESHOLD = 5, 3
+
+T = TypeVar("T")
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+# --- HTTP ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HttpReply:
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body) if self.body else None
+        except ValueError:
+            return None
+
+
+def http_request(
+    method: str,
+    url: str,
+    *,
+    body: Any = None,
+    raw: bytes | None = None,
+    token: str | None = None,
+    timeout: float = 5.0,
+    headers: Mapping[str, str] | None = None,
+) -> HttpReply:
+    """One request; HTTP error statuses are replies, network failures raise OSError."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(url, data=data, method=method)  # noqa: S310
+    if data is not None and raw is None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("X-Vault-Token", token)
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310
+            return HttpReply(reply.status, reply.read(), dict(reply.headers.items()))
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return HttpReply(exc.code, exc.read(), dict(exc.headers.items()))
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        raise reason if isinstance(reason, OSError) else OSError(str(reason)) from exc
+
+
+def wait_until(
+    what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.5
+) -> T:
+    """Call ``probe`` until it returns something other than None (errors count as None)."""
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    while True:
+        try:
+            result = probe()
+        except (OSError, ClusterError, ValueError) as exc:
+            result, last_error = None, f"{type(exc).__name__}: {exc}"
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            raise ClusterError(f"timed out after {timeout:g}s waiting for {what} {last_error}")
+        time.sleep(interval)
+
+
+def log(message: str) -> None:
+    print(f"[cluster] {message}", file=sys.stderr, flush=True)
+
+
+# --- the cluster --------------------------------------------------------------------------
+
+
+@dataclass
+class ComposeCluster:
+    """One compose project of ``deploy/compose.yaml`` and the key file that goes with it.
+
+    ``env`` overrides the compose variables (host ports, image names); the actual ports
+    are always read back from Docker, so defaults and overrides both work.
+    """
+
+    project: str = DEFAULT_PROJECT
+    compose_file: Path = COMPOSE_FILE
+    state_dir: Path = STATE_DIR
+    env: dict[str, str] = field(default_factory=dict)
+    _ports: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
+
+    # -- docker ----------------------------------------------------------------------
+
+    @property
+    def keys_path(self) -> Path:
+        return self.state_dir / f"{self.project}.json"
+
+    @property
+    def network(self) -> str:
+        return f"{self.project}_coffer"
+
+    def compose(self, *args: str, check: bool = True, timeout: float = 300) -> str:
+        command = ["docker-compose", "-p", self.project, "-f", str(self.compose_file), *args]
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **self.env},
+            timeout=timeout,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            raise ClusterError(f"{' '.join(command)} failed: {done.stderr.strip()[-2000:]}")
+        return done.stdout
+
+    def container(self, service: str) -> str:
+        """The container id of ``service`` (stopped or not)."""
+        cid = self.compose("ps", "-a", "-q", service).strip()
+        if not cid:
+            raise ClusterError(f"no container for {service}")
+        return cid.splitlines()[0]
+
+    def docker(self, *args: str, check: bool = True, timeout: float = 120) -> str:
+        done = subprocess.run(
+            ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if check and done.returncode != 0:
+            raise ClusterError(f"docker {' '.join(args)} failed: {done.stderr.strip()}")
+        return done.stdout
+
+    def container_state(self, service: str) -> dict[str, Any]:
+        state: dict[str, Any] = json.loads(
+            self.docker("inspect", "-f", "{{json .State}}", self.container(service))
+        )
+        return state
+
+    def port(self, service: str, container_port: int = 8200) -> int:
+        key = (service, container_port)
+        if key not in self._ports:
+            out = self.compose("port", service, str(container_port)).strip()
+            if not out or ":" not in out:
+                raise ClusterError(f"{service}:{container_port} is not published")
+            self._ports[key] = int(out.rsplit(":", 1)[1])
+        return self._ports[key]
+
+    def url(self, service: str, container_port: int = 8200) -> str:
+        return f"http://127.0.0.1:{self.port(service, container_port)}"
+
+    @property
+    def lb_url(self) -> str:
+        return self.url(LB)
+
+    @property
+    def stats_url(self) -> str:
+        return self.url(LB, 8404) + "/stats"
+
+    def start(self) -> None:
+        self._ports.clear()
+        self.compose("up", "-d", "--no-build", timeout=600)
+
+    def down(self) -> None:
+        self.compose("down", "-v", "--remove-orphans", "--timeout", "10", check=False, timeout=600)
+        self._ports.clear()
+        with contextlib.suppress(FileNotFoundError):
+            self.keys_path.unlink()
+
+    # -- keys ------------------------------------------------------------------------
+
+    def load_keys(self) -> dict[str, Any]:
+        try:
+            keys: dict[str, Any] = json.loads(self.keys_path.read_text())
+        except FileNotFoundError:
+            raise ClusterError(
+                f"{self.keys_path} does not exist: this cluster was not initialised by "
+                "clusterctl (or the file was removed); unseal it by hand"
+            ) from None
+        return keys
+
+    @property
+    def root_token(self) -> str:
+        return str(self.load_keys()["root_token"])
+
+    def _save_keys(self, reply: Mapping[str, Any]) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        doc = {
+            "project": self.project,
+            "unseal_keys_b64": reply["keys_base64"],
+            "unseal_shares": KEY_SHARES,
+            "unseal_threshold": KEY_THRESHOLD,
+            "root_token": reply["root_token"],
+        }
+        tmp = self.keys_path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump(doc, out, indent=2)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.keys_path)
+
+    # -- node API --------------------------------------------------------------------
+
+    def node_request(self, service: str, method: str, path: str, **kw: Any) -> HttpReply:
+        return http_request(method, self.url(service) + path, **kw)
+
+    def health(self, service: str, timeout: float = 2.0) -> int | None:
+        """The node's ``sys/health`` status (200 active, 473 perf standby, 503 sealed...)."""
+        try:
+            return self.node_request(service, "GET", "/v1/sys/health", timeout=timeout).status
+        except (OSError, ClusterError):
+            return None
+
+    def seal_status(self, service: str, timeout: float = 3.0) -> dict[str, Any]:
+        reply = self.node_request(service, "GET", "/v1/sys/seal-status", timeout=timeout)
+        doc = reply.json()
+        if reply.status != 200 or not isinstance(doc, dict):
+            raise ClusterError(f"{service}: seal-status answered {reply.status}")
+        return doc
+
+    def initialise(self) -> None:
+        """Initialise node1 unless some node already is; write the key file."""
+        statuses = {s: wait_until(f"{s} API", partial(self.seal_status, s), 120) for s in NODES}
+        if any(status.get("initialized") for status in statuses.values()):
+            if not self.keys_path.exists():
+                raise ClusterError(
+                    f"the cluster is initialised but {self.keys_path} is missing; "
+                    "unseal it by hand or `make cluster-down` to start over"
+                )
+            log("already initialised; using " + str(self.keys_path))
+            return
+        reply = self.node_request(
+            "node1",
+            "PUT",
+            "/v1/sys/init",
+            body={"secret_shares": KEY_SHARES, "secret_threshold": KEY_THRESHOLD},
+            timeout=60,
+        )
+        if reply.status != 200:
+            raise ClusterError(f"init failed: {reply.status} {reply.body[:500]!r}")
+        self._save_keys(reply.json())
+        log(f"initialised node1; keys written to {self.keys_path}")
+
+    def unseal(self, service: str, timeout: float = 120.0) -> None:
+        """Unseal ``service`` with the stored keys (a pending joiner completes its join)."""
+        keys = self.load_keys()["unseal_keys_b64"][:KEY_THRESHOLD]
+
+        def attempt() -> bool | None:
+            status = self.seal_status(service)
+            if not status.get("sealed"):
+                return True
+            if not status.get("initialized"):
+                return None  # a joiner that has not fetched its challenge yet
+            self.node_request(service, "PUT", "/v1/sys/unseal", body={"reset": True}, timeout=10)
+            for key in keys:
+                reply = self.node_request(
+                    service, "PUT", "/v1/sys/unseal", body={"key": key}, timeout=90
+                )
+                doc = reply.json()
+                if reply.status != 200 or not isinstance(doc, dict):
+                    raise ClusterError(f"{service}: unseal answered {reply.status}: {doc}")
+                if not doc.get("sealed"):
+                    return True
+            return None
+
+        wait_until(f"{service} to unseal", attempt, timeout, interval=1.0)
+
+    def unseal_all(self, services: Iterable[str] = NODES, timeout: float = 120.0) -> list[str]:
+        """Unseal every sealed, running node; returns the ones that were sealed."""
+        unsealed: list[str] = []
+        for service in services:
+            try:
+                sealed = self.seal_status(service).get("sealed", True)
+            except (OSError, ClusterError):
+                sealed = True
+            if sealed:
+                self.unseal(service, timeout)
+                unsealed.append(service)
+        return unsealed
+
+    def raft_servers(self, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """The Raft configuration, asked of the active node through the load balancer."""
+        reply = http_request(
+            "GET",
+            self.lb_url + "/v1/sys/storage/raft/configuration",
+            token=self.root_token,
+            timeout=timeout,
+        )
+        doc = reply.json()
+        if reply.status != 200 or not isinstance(doc, dict):
+            raise ClusterError(f"raft configuration answered {reply.status}: {reply.body[:300]!r}")
+        servers: list[dict[str, Any]] = doc["data"]["config"]["servers"]
+        return servers
+
+    def lb_servers(self) -> dict[str, dict[str, str]]:
+        """HAProxy's view: {backend: {server: status}} from its CSV statistics."""
+        reply = http_request("GET", self.stats_url + ";csv", timeout=3)
+        text = reply.body.decode().lstrip("# ")
+        view: dict[str, dict[str, str]] = {}
+        for row in csv.DictReader(io.StringIO(text)):
+            if row["svname"] not in ("FRONTEND", "BACKEND"):
+                view.setdefault(row["pxname"], {})[row["svname"]] = row["status"]
+        return view
+
+    def lb_active(self) -> str | None:
+        """The node HAProxy sends writes to (the one UP in coffer_write), if any."""
+        up = [
+            s for s, status in self.lb_servers().get("coffer_write", {}).items() if status == "UP"
+        ]
+        return up[0] if len(up) == 1 else None
+
+    def active_node(self, timeout: float = 1.0) -> str | None:
+        """The node whose own ``sys/health`` says active, asked directly."""
+        for service in NODES:
+            if self.health(service, timeout) == 200:
+                return service
+        return None
+
+    def wait_ready(self, timeout: float = 120.0, nodes: Iterable[str] = NODES) -> dict[str, Any]:
+        """Every node unsealed and a Raft voter, and HAProxy writing to the active node."""
+        wanted = set(nodes)
+
+        def ready() -> dict[str, Any] | None:
+            for service in wanted:
+                if self.seal_status(service).get("sealed", True):
+                    return None
+            servers = self.raft_servers()
+            members = {s["node_id"] for s in servers}
+            if not wanted <= members:
+                return None
+            active = self.lb_active()
+            if active is None or self.health(active) != 200:
+                return None
+            return {"active": active, "servers": servers}
+
+        return wait_until("the cluster to be ready", ready, timeout)
+
+    def up(self, *, build: bool = True) -> dict[str, Any]:
+        if build:
+            subprocess.run(
+                [str(DEPLOY / "build-images.sh")], check=True, env={**os.environ, **self.env}
+            )
+        log(f"starting compose project {self.project!r}")
+        self.start()
+        self.initialise()
+        wait_until("node1 to answer", lambda: self.health("node1"), 60)
+        self.unseal("node1")
+        wait_until("node1 to become active", lambda: self.health("node1") == 200 or None, 60)
+        for service in NODES[1:]:
+            self.unseal(service)
+            log(f"{service} unsealed")
+        return self.wait_ready()
+
+    def summary(self, ready: Mapping[str, Any]) -> str:
+        lines = [
+            f"Coffer cluster {self.project!r} is up.",
+            f"  address:    {self.lb_url}   (HAProxy: writes -> active node, "
+            "reads -> active + performance standbys)",
+            f"  active:     {ready['active']}",
+        ]
+        for service in NODES:
+            lines.append(f"  {service}:      {self.url(service)}")
+        lines += [
+            f"  stats:      {self.stats_url}",
+            f"  root token: {self.root_token}",
+            f"  keys:       {self.keys_path}"
+            f"  (0600; {KEY_SHARES} shares, threshold {KEY_THRESHOLD})",
+            "",
+            f"  export COFFER_ADDR={self.lb_url} COFFER_TOKEN={self.root_token}",
+        ]
+        return "\n".join(lines)
+
+    def status(self) -> str:
+        lines = [f"compose project {self.project!r}"]
+        for service in NODES:
+            try:
+                running = self.container_state(service)
+                state = running.get("Status", "?")
+                if running.get("Paused"):
+                    state = "paused"
+            except ClusterError:
+                state = "absent"
+            lines.append(f"  {service}: container {state}, sys/health {self.health(service)}")
+        with contextlib.suppress(OSError, ClusterError, KeyError):
+            lines.append(f"  load balancer write backend: {self.lb_servers().get('coffer_write')}")
+        try:
+            servers = self.raft_servers()
+            lines.append(
+                "  raft: "
+                + ", ".join(f"{s['node_id']}{'*' if s.get('leader') else ''}" for s in servers)
+            )
+        except (OSError, ClusterError, KeyError) as exc:
+            lines.append(f"  raft: unavailable ({exc})")
+        return "\n".join(lines)
+
+    def snapshot_save(self, path: Path) -> int:
+        reply = http_request(
+            "GET",
+            self.lb_url + "/v1/sys/storage/raft/snapshot",
+            token=self.root_token,
+            timeout=120,
+        )
+        if reply.status != 200:
+            raise ClusterError(f"snapshot answered {reply.status}: {reply.body[:300]!r}")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(reply.body)
+        return len(reply.body)
+
+    def snapshot_restore(self, path: Path, *, force: bool = False) -> None:
+        endpoint = "snapshot-force" if force else "snapshot"
+        reply = http_request(
+            "POST",
+            self.lb_url + f"/v1/sys/storage/raft/{endpoint}",
+            raw=path.read_bytes(),
+            token=self.root_token,
+            timeout=300,
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        if reply.status not in (200, 204):
+            raise ClusterError(f"restore answered {reply.status}: {reply.body[:300]!r}")
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="clusterctl", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "-p", "--project", default=os.environ.get("COFFER_PROJECT", DEFAULT_PROJECT)
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    up = commands.add_parser("up", help="build, start, initialise and unseal")
+    up.add_argument("--no-build", action="store_true", help="use the images as they are")
+    commands.add_parser("down", help="remove containers, network, volumes and the key file")
+    commands.add_parser("unseal", help="unseal every sealed node with the stored keys")
+    commands.add_parser("status", help="containers, health, load balancer and Raft view")
+    save = commands.add_parser("snapshot-save", help="write a Raft snapshot to FILE")
+    save.add_argument("file", type=Path)
+    restore = commands.add_parser("snapshot-restore", help="restore a Raft snapshot from FILE")
+    restore.add_argument("file", type=Path)
+    restore.add_argument("--force", action="store_true", help="snapshot of another cluster")
+    args = parser.parse_args(argv)
+
+    cluster = ComposeCluster(project=args.project)
+    try:
+        if args.command == "up":
+            started = time.monotonic()
+            ready = cluster.up(build=not args.no_build)
+            print(cluster.summary(ready))
+            log(f"ready in {time.monotonic() - started:.0f}s")
+        elif args.command == "down":
+            cluster.down()
+            log(f"removed compose project {args.project!r} (containers, network, volumes)")
+        elif args.command == "unseal":
+            done = cluster.unseal_all()
+            cluster.wait_ready()
+            log(f"unsealed: {', '.join(done) or 'nothing was sealed'}")
+        elif args.command == "status":
+            print(cluster.status())
+        elif args.command == "snapshot-save":
+            size = cluster.snapshot_save(args.file)
+            log(f"wrote {size} bytes to {args.file}")
+        elif args.command == "snapshot-restore":
+            cluster.snapshot_restore(args.file, force=args.force)
+            log(f"restored {args.file}")
+    except (ClusterError, OSError, subprocess.CalledProcessError) as exc:
+        print(f"clusterctl: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""One Raft node's cluster membership, wired into the core's lifecycle.
+
+The core calls in at four points: init (bootstrap a one-voter cluster),
+between reconstructing the root key and unsealing the barrier (start the
+replica, or finish a join), after unseal (watch the Raft role) and on seal
+(stop everything, close the replica). The replica only ever starts with the
+transport secret derived from the root key, so it never runs sealed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from node.cluster import joiner
+from node.cluster.errors import ClusterUnavailableError, NoActiveNodeError, RemovedError
+from node.cluster.invalidation import Invalidator
+from node.cluster.join import Challenges, PendingJoin
+from node.cluster.membership import ask_peers
+from node.cluster.ports import Replica
+from node.cluster.registry import NodeRecord, Registry
+from node.cluster.role import HAState, derive_role
+from node.cluster.secrets import (
+    challenge_key,
+    forwarding_key,
+    new_nonce,
+    raft_secret,
+    seal_challenge,
+)
+from node.cluster.storage import RaftStorage
+from node.cluster.watch import Watcher
+from node.errors import (
+    AlreadyInitializedError,
+    CofferError,
+    InvalidRequestError,
+    SealedError,
+)
+from node.outbound import HttpClient
+from node.seal.config import SEAL_CONFIG_PATH
+from node.seal.shamir_seal import ROOT_KEY_PATH
+
+if TYPE_CHECKING:
+    from node.core.core import Core
+
+__all__ = ["Cluster", "ClusterSettings"]
+
+log = logging.getLogger("coffer.cluster")
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    node_id: str
+    api_addr: str
+    cluster_addr: str
+    retry_join: tuple[Mapping[str, str], ...] = field(default_factory=tuple)
+    performance_standby: bool = True
+    #: How long unseal waits for a leader (a lone node of a cold cluster proceeds without).
+    unseal_wait: float = 3.0
+    #: How long a joiner waits for the leader to add it and send the keyring.
+    join_wait: float = 30.0
+
+
+class Cluster:
+    def __init__(self, core: Core, storage: RaftStorage, settings: ClusterSettings) -> None:
+        self.core = core
+        self.storage = storage
+        self.driver = storage.driver
+        self.settings = settings
+        #: Outgoing HTTP to other nodes (join, membership); set by the server.
+        self.http: HttpClient | None = None
+        self.removed = self.driver.was_removed()
+        self.invalidator = Invalidator(core)
+        self.watcher = Watcher(self)
+        self.challenges = Challenges()
+        self.registry = Registry(storage)
+        self.pending_join: PendingJoin | None = None
+        self.forward_key: bytes | None = None
+        self._challenge_key: bytes | None = None
+        self._unsubscribe: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        core.lifecycle.before_unseal = self._before_barrier_unseal
+
+    @property
+    def replica(self) -> Replica | None:
+        return self.storage.replica
+
+    # -- role --------------------------------------------------------------------------
+
+    async def state(self) -> HAState:
+        replica = self.replica
+        if self.removed:
+            return HAState(ha_enabled=True, sealed=True, removed=True)
+        if self.core.sealed or replica is None:
+            return HAState(ha_enabled=True, sealed=True)
+        active, perf = derive_role(
+            sealed=False,
+            is_leader=replica.is_leader(),
+            voter=True,
+            performance_standbys=self.settings.performance_standby,
+        )
+        leader = replica.leader()
+        record: NodeRecord | None = None
+        if active:
+            record = self._self_record()
+        elif leader is not None:
+            record = await self.registry.get(leader.node_id)
+            if record is None:
+                found = [r for r in await self.registry.all() if r.cluster_addr == leader.address]
+                record = found[0] if found else None
+        return HAState(
+            ha_enabled=True,
+            sealed=False,
+            active=active,
+            performance_standby=perf,
+            leader_id=record.node_id if record else (leader.node_id if leader else ""),
+            leader_api_addr=record.api_addr if record else "",
+            leader_cluster_addr=leader.address if leader else "",
+            active_time=self.watcher.active_since if active else 0.0,
+            committed_index=replica.committed_index(),
+            applied_index=replica.applied_index(),
+        )
+
+    def _self_record(self) -> NodeRecord:
+        s = self.settings
+        return NodeRecord(s.node_id, s.api_addr, s.cluster_addr)
+
+    # -- init: bootstrap a one-voter cluster ---------------------------------------------
+
+    async def begin_initialize(self) -> None:
+        if self.removed:
+            raise RemovedError()
+        if self.pending_join is not None:
+            raise InvalidRequestError("this node is joining a cluster; unseal it instead")
+        if self.driver.has_data() or await self.core.initialized():
+            raise AlreadyInitializedError("Coffer is already initialized")
+        self.storage.begin_staging()
+
+    async def finish_initialize(self, root_key: bytes) -> None:
+        """Start the replica with the new root key's secret and commit init's writes."""
+        replica = await self.driver.open(raft_secret(root_key), peers={})
+        self.storage.attach(replica)
+        await self._wait_for_leader(replica, 10.0, required=True)
+        await self.storage.flush_staging()
+        self._keep_keys(root_key)
+
+    async def abort_initialize(self) -> None:
+        self.storage.abort_staging()
+        await self.storage.detach()
+
+    # -- unseal and seal -----------------------------------------------------------------
+
+    async def _before_barrier_unseal(self, root_key: bytes) -> None:
+        if self.removed:
+            raise RemovedError()
+        if self.replica is None:
+            if self.pending_join is not None:
+                await joiner.complete_join(self, root_key)
+            else:
+                replica = await self.driver.open(raft_secret(root_key))
+                self.storage.attach(replica)
+                await self._wait_for_leader(replica, self.settings.unseal_wait, required=False)
+        self._keep_keys(root_key)
+
+    def _keep_keys(self, root_key: bytes) -> None:
+        self.forward_key = forwarding_key(raft_secret(root_key))
+        self._challenge_key = challenge_key(root_key)
+
+    async def after_unseal(self) -> None:
+        replica = self.replica
+        assert replica is not None
+        self.invalidator.start(replica.applied_index())
+        self._unsubscribe = replica.subscribe(self.invalidator.on_changes)
+        self.watcher.start()
+
+    async def on_seal(self) -> None:
+        await self.watcher.stop()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        await self.invalidator.stop()
+        self.challenges.clear()
+        self.forward_key = self._challenge_key = None
+        await self.storage.detach()
+
+    async def _wait_for_leader(self, replica: Replica, timeout: float, *, required: bool) -> None:
+        deadline = time.monotonic() + timeout
+        while replica.leader() is None:
+            if time.monotonic() > deadline:
+                if required:
+                    raise ClusterUnavailableError(f"no raft leader within {timeout:g}s")
+                log.warning("unsealed without a raft leader", extra={"event": "cluster.no_leader"})
+                return
+            await asyncio.sleep(0.02)
+        with contextlib.suppress(CofferError):
+            await replica.wait_for_index(
+                replica.committed_index(), max(deadline - time.monotonic(), 0.5)
+            )
+
+    # -- joining (this node joins another's cluster) ---------------------------------------
+
+    def http_client(self) -> HttpClient:
+        client = self.http or self.core.http_client
+        if client is None:
+            raise ClusterUnavailableError("no outgoing HTTP client is configured")
+        return client
+
+    async def join(self, leader_api_addr: str) -> bool:
+        """Fetch a challenge from ``leader_api_addr``; unsealing finishes the join."""
+        return await joiner.join(self, leader_api_addr)
+
+    def start_retry_join(self, leaders: list[str] | None = None) -> None:
+        targets = leaders or [
+            entry["leader_api_addr"]
+            for entry in self.settings.retry_join
+            if entry.get("leader_api_addr", "").rstrip("/") != self.settings.api_addr.rstrip("/")
+        ]
+        if targets and not self.driver.has_data():
+            self._spawn(joiner.retry_join(self, targets), "cluster-retry-join")
+
+    # -- joining (the leader's side) -------------------------------------------------------
+
+    def _leader_replica(self) -> Replica:
+        replica = self.replica
+        if self.core.sealed or replica is None:
+            raise SealedError()
+        if not replica.is_leader():
+            raise NoActiveNodeError()
+        return replica
+
+    async def issue_challenge(self, server_id: str) -> dict[str, Any]:
+        replica = self._leader_replica()
+        if not server_id or len(server_id) > 128:
+            raise InvalidRequestError("server_id is required")
+        assert self._challenge_key is not None
+        nonce = new_nonce()
+        self.challenges.remember(server_id, nonce)
+        config, root = await replica.get(SEAL_CONFIG_PATH), await replica.get(ROOT_KEY_PATH)
+        if config is None or root is None:
+            raise ClusterUnavailableError("the seal config is not stored yet")
+        return {
+            "challenge": seal_challenge(self._challenge_key, server_id, nonce),
+            "seal_config": base64.b64encode(config.value).decode("ascii"),
+            "root_key_blob": base64.b64encode(root.value).decode("ascii"),
+            "peers": {m.node_id: m.address for m in replica.configuration()},
+        }
+
+    async def accept_answer(
+        self, server_id: str, answer: str, cluster_addr: str, non_voter: bool
+    ) -> dict[str, Any]:
+        replica = self._leader_replica()
+        if non_voter:
+            raise InvalidRequestError("non-voting members are not supported by this build")
+        self.challenges.check(server_id, answer)
+        await replica.add_peer(server_id, cluster_addr)
+        peers = [
+            {"id": m.node_id, "address": m.address, "suffrage": "voter"}
+            for m in replica.configuration()
+        ]
+        return {"peers": peers}
+
+    # -- membership ----------------------------------------------------------------------------
+
+    async def publish_self(self) -> None:
+        await self.registry.publish(self._self_record())
+
+    async def remove_peer(self, server_id: str) -> None:
+        replica = self._leader_replica()
+        await replica.remove_peer(server_id)
+        with contextlib.suppress(CofferError):
+            await self.registry.forget(server_id)
+
+    def member_answer(self, node_id: str) -> bool:
+        """Whether ``node_id`` is in the configuration, as a node with a leader sees it."""
+        replica = self.replica
+        if self.core.sealed or replica is None or replica.leader() is None:
+            raise ClusterUnavailableError("this node does not know the current configuration")
+        return node_id in {m.node_id for m in replica.configuration()}
+
+    async def peers_say_removed(self) -> bool:
+        return await ask_peers(self)
+
+    def schedule_removal(self) -> None:
+        self._spawn(self.handle_removed(), "cluster-removed")
+
+    async def handle_removed(self) -> None:
+        self.removed = True
+        await asyncio.to_thread(self.driver.mark_removed)
+        await self.core.seal()
+
+    def _spawn(self, coroutine: Any, name: str) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(coroutine, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

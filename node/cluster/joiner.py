@@ -1,0 +1,92 @@
+"""The joining node's side of ``join.py``: fetch a challenge, answer it at unseal.
+
+Kept apart from :mod:`node.cluster.cluster` so the lifecycle hooks stay short;
+these functions act on a :class:`~node.cluster.cluster.Cluster`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from node.barrier.barrier import KEYRING_PATH
+from node.cluster.errors import ClusterUnavailableError, RemovedError
+from node.cluster.join import fetch_challenge, send_answer
+from node.cluster.secrets import challenge_key, open_challenge, raft_secret
+from node.errors import CofferError
+from node.seal.config import SEAL_CONFIG_PATH
+from node.seal.shamir_seal import ROOT_KEY_PATH
+
+if TYPE_CHECKING:
+    from node.cluster.cluster import Cluster
+
+__all__ = ["complete_join", "join", "retry_join"]
+
+log = logging.getLogger("coffer.cluster")
+
+
+async def join(cluster: Cluster, leader_api_addr: str) -> bool:
+    """Fetch a challenge from ``leader_api_addr``; unsealing finishes the join."""
+    if cluster.removed:
+        raise RemovedError()
+    if cluster.pending_join is not None or await cluster.core.initialized():
+        return True
+    ticket = await fetch_challenge(cluster.http_client(), leader_api_addr, cluster.settings.node_id)
+    if cluster.pending_join is not None or await cluster.core.initialized():
+        return True
+    cluster.pending_join = ticket
+    cluster.storage.set_overlay(
+        {SEAL_CONFIG_PATH: ticket.seal_config, ROOT_KEY_PATH: ticket.root_key_blob}
+    )
+    log.info("joining; waiting for unseal keys", extra={"event": "cluster.join_pending"})
+    return True
+
+
+async def retry_join(cluster: Cluster, targets: list[str]) -> None:
+    delay = 0.5
+    while cluster.pending_join is None and not cluster.removed:
+        if await cluster.core.initialized():
+            return
+        for target in targets:
+            try:
+                await cluster.join(target)
+                return
+            except CofferError as exc:
+                log.info(
+                    "join attempt failed; retrying",
+                    extra={"event": "cluster.join_retry", "leader": target, "error": str(exc)},
+                )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 2.0)
+
+
+async def complete_join(cluster: Cluster, root_key: bytes) -> None:
+    ticket = cluster.pending_join
+    assert ticket is not None
+    node_id = cluster.settings.node_id
+    nonce = open_challenge(challenge_key(root_key), node_id, ticket.challenge)
+    replica = await cluster.driver.open(raft_secret(root_key), peers=ticket.peers)
+    try:
+        await send_answer(
+            cluster.http_client(), ticket, node_id, nonce, cluster.settings.cluster_addr
+        )
+        deadline = time.monotonic() + cluster.settings.join_wait
+        while replica.leader() is None or await replica.get(KEYRING_PATH) is None:
+            if time.monotonic() > deadline:
+                raise ClusterUnavailableError("joined, but did not catch up with the leader")
+            await asyncio.sleep(0.05)
+        with contextlib.suppress(CofferError):
+            await replica.wait_for_index(replica.committed_index(), 10.0)
+    except BaseException:
+        await replica.close()
+        await asyncio.to_thread(cluster.driver.discard)
+        cluster.pending_join = None
+        cluster.storage.set_overlay({})
+        cluster.start_retry_join()
+        raise
+    cluster.pending_join = None
+    cluster.storage.attach(replica)
+    log.info("joined the raft cluster", extra={"event": "cluster.joined"})

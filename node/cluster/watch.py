@@ -1,0 +1,129 @@
+"""The unsealed node's background duties, driven by its Raft role.
+
+* Becoming active (unsealed leader) starts the token expiration manager;
+  losing leadership or sealing stops it, so only one node revokes on time.
+* The node's registry record is published (retried until a quorum takes it).
+* A node that has been out of touch with a leader for a while asks its peers, with a signed
+  question, whether it is still a member; pysyncobj never tells a removed
+  node, and the others refuse its connections, so this is how it learns it
+  was removed (it then seals itself for good).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from node.errors import CofferError
+
+if TYPE_CHECKING:
+    from node.cluster.cluster import Cluster
+
+__all__ = ["Watcher"]
+
+log = logging.getLogger("coffer.cluster")
+
+_TICK = 0.05
+_LEADERLESS_BEFORE_ASKING = 2.0
+_ASK_EVERY = 1.0
+_PUBLISH_RETRY = 1.0
+
+
+class Watcher:
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        self.active = False
+        self.active_since = 0.0
+        #: Peer cluster address -> when (monotonic) it was last seen connected.
+        self.last_seen: dict[str, float] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._side: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="cluster-watch")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        current = asyncio.current_task()
+        tasks = [t for t in (task, *self._side) if t is not None and t is not current]
+        for pending in tasks:
+            pending.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._side.clear()
+        await self._set_active(False)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.create_task(coroutine, name=name)
+        self._side.add(task)
+        task.add_done_callback(self._side.discard)
+
+    async def _run(self) -> None:
+        cluster = self._cluster
+        leaderless_since: float | None = None
+        next_ask = 0.0
+        self._spawn(self._publish(), "cluster-publish")
+        while True:
+            await asyncio.sleep(_TICK)
+            replica = cluster.storage.replica
+            if replica is None:
+                continue
+            await self._set_active(not cluster.core.sealed and replica.is_leader())
+            now = time.monotonic()
+            connected = set()
+            for peer in replica.status().get("peers", []):
+                if peer.get("connected"):
+                    self.last_seen[peer["address"]] = now
+                    connected.add(peer["address"])
+            # pysyncobj starts no election while connected to nobody, so a removed
+            # node may keep its old leader forever: "in touch" needs the link too.
+            leader = replica.leader()
+            if leader is not None and (replica.is_leader() or leader.address in connected):
+                leaderless_since = None
+                continue
+            leaderless_since = leaderless_since or now
+            if now - leaderless_since >= _LEADERLESS_BEFORE_ASKING and now >= next_ask:
+                next_ask = now + _ASK_EVERY
+                if not any(t.get_name() == "cluster-ask" for t in self._side):
+                    self._spawn(self._ask_membership(), "cluster-ask")
+
+    async def _set_active(self, active: bool) -> None:
+        if active == self.active:
+            return
+        self.active = active
+        core = self._cluster.core
+        if active:
+            self.active_since = time.time()
+            replica = self._cluster.storage.replica
+            if replica is not None:
+                with contextlib.suppress(CofferError):
+                    await replica.wait_for_index(replica.committed_index(), 5.0)
+            await core.expiration.start()
+            log.info("became the active node", extra={"event": "cluster.active"})
+        else:
+            self.active_since = 0.0
+            await core.expiration.stop()
+            log.info("no longer the active node", extra={"event": "cluster.standby"})
+
+    async def _publish(self) -> None:
+        while True:
+            try:
+                await self._cluster.publish_self()
+                return
+            except CofferError as exc:
+                log.warning(
+                    "cannot publish this node's address yet",
+                    extra={"event": "cluster.publish_failed", "error": str(exc)},
+                )
+            await asyncio.sleep(_PUBLISH_RETRY)
+
+    async def _ask_membership(self) -> None:
+        if await self._cluster.peers_say_removed():
+            log.warning(
+                "removed from the raft cluster; sealing", extra={"event": "cluster.removed"}
+            )
+            self._cluster.schedule_removal()
