@@ -53,3 +53,23 @@ bench: bench-tools
 	  $(BIN)/python -m bench.run --suite $$suite --out bench/results/$$suite.jsonl --update-docs \
 	    || exit 1; \
 	done
+
+# Compose deployment (docs/deploy.md) and container chaos (docs/chaos.md). Images are
+# built locally from a debootstrap base (deploy/build-base.sh, once); nothing is pulled.
+# `make cluster-up COFFER_PROJECT=name` runs a second cluster beside the first.
+COFFER_PROJECT ?= coffer
+CHAOS_ARGS     ?= all --up --down --record docs/chaos.md
+
+.PHONY: images cluster-up cluster-down chaos
+
+images: $(STAMP)
+	PYTHON=$(BIN)/python deploy/build-images.sh
+
+cluster-up: $(STAMP)
+	PYTHON=$(BIN)/python $(BIN)/python deploy/clusterctl.py -p $(COFFER_PROJECT) up
+
+cluster-down:
+	$(PYTHON) deploy/clusterctl.py -p $(COFFER_PROJECT) down
+
+chaos: $(STAMP)
+	PYTHON=$(BIN)/python $(BIN)/python -m chaos.compose $(CHAOS_ARGS)

@@ -36,6 +36,7 @@ from yarl import URL
 
 from api.envelope import error_response
 from api.keys import CORE
+from api.outbound import bounded_request
 from api.translate import client_token, header
 from node.cluster.cluster import Cluster
 from node.cluster.errors import NoActiveNodeError
@@ -43,7 +44,7 @@ from node.cluster.role import HAState
 from node.cluster.secrets import sign, verify
 from node.core.core import Core
 from node.errors import CofferError
-from node.outbound import DEFAULT_TIMEOUT, HttpReply, OutboundError
+from node.outbound import DEFAULT_TIMEOUT, HttpReply
 
 __all__ = ["FORWARDER", "INDEX_HEADER", "Forwarder", "forwarding_middleware", "redirect"]
 
@@ -81,7 +82,6 @@ _LOCAL = re.compile(
 _ACTIVE_ONLY = re.compile(r"^/v1/sys/storage/raft/")
 _READ_METHODS = frozenset({"GET", "HEAD", "LIST", "HELP"})
 _ATTEMPTS = 4
-_MAX_REPLY = 1024 * 1024
 _WAIT_FOR_INDEX = 5.0
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -129,23 +129,9 @@ class Forwarder:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> HttpReply:
         """``node.outbound.HttpClient`` for the cluster's own calls (join, membership)."""
-        try:
-            async with (
-                asyncio.timeout(timeout),
-                self._get_session().request(
-                    method, url, headers=dict(headers or {}), json=json, allow_redirects=False
-                ) as reply,
-            ):
-                body = await reply.content.read(_MAX_REPLY + 1)
-                if len(body) > _MAX_REPLY:
-                    raise OutboundError("reply too large")
-                return HttpReply(
-                    reply.status, {k.lower(): v for k, v in reply.headers.items()}, body
-                )
-        except TimeoutError:
-            raise OutboundError(f"no reply within {timeout:g} seconds") from None
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            raise OutboundError(f"{type(exc).__name__}: {exc}") from None
+        return await bounded_request(
+            self._get_session(), method, url, headers=headers, json=json, timeout=timeout
+        )
 
     async def close(self) -> None:
         for session in self._retired:

@@ -18,7 +18,7 @@ import aiohttp
 
 from node.outbound import DEFAULT_TIMEOUT, HttpReply, OutboundError
 
-__all__ = ["MAX_BODY", "AiohttpClient"]
+__all__ = ["MAX_BODY", "AiohttpClient", "bounded_request"]
 
 #: Largest reply body read from a third party.
 MAX_BODY = 1024 * 1024
@@ -49,6 +49,7 @@ class AiohttpClient:
                 trust_env=self._trust_env,
                 cookie_jar=aiohttp.DummyCookieJar(),
                 headers={"User-Agent": self._user_agent},
+                timeout=aiohttp.ClientTimeout(total=None),  # bounded_request sets the deadline
             )
         return self._session
 
@@ -63,47 +64,66 @@ class AiohttpClient:
     ) -> HttpReply:
         if self._max_timeout is not None:
             timeout = min(timeout, self._max_timeout)
-        sent = dict(headers or {})
-        body: bytes | None = None
-        if json is not None:
-            body = jsonlib.dumps(json).encode()
-            sent.setdefault("Content-Type", "application/json")
-        session = self._get_session()
-        try:
-            async with asyncio.timeout(timeout):
-                async with session.request(
-                    method,
-                    url,
-                    headers=sent,
-                    data=body,
-                    allow_redirects=False,
-                    timeout=aiohttp.ClientTimeout(total=None),
-                ) as response:
-                    payload = await self._read(response)
-                    return HttpReply(response.status, _joined(response.headers), payload)
-        except TimeoutError:
-            raise OutboundError(f"no reply within {timeout:g} seconds") from None
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            # ValueError: aiohttp rejects some malformed URLs that way.
-            raise OutboundError(_describe(exc)) from None
-
-    async def _read(self, response: aiohttp.ClientResponse) -> bytes:
-        declared = response.content_length
-        if declared is not None and declared > self._max_body:
-            raise OutboundError(f"reply body of {declared} bytes exceeds {self._max_body}")
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := await response.content.read(_CHUNK):
-            size += len(chunk)
-            if size > self._max_body:
-                raise OutboundError(f"reply body exceeds {self._max_body} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return await bounded_request(
+            self._get_session(),
+            method,
+            url,
+            headers=headers,
+            json=json,
+            timeout=timeout,
+            max_body=self._max_body,
+        )
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+async def bounded_request(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    json: Any = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_body: int = MAX_BODY,
+) -> HttpReply:
+    """One call within ``timeout`` seconds (connect, send, whole body), redirects
+    returned rather than followed, and a body of at most ``max_body`` bytes;
+    anything else raises ``OutboundError``."""
+    sent = dict(headers or {})
+    body: bytes | None = None
+    if json is not None:
+        body = jsonlib.dumps(json).encode()
+        sent.setdefault("Content-Type", "application/json")
+    try:
+        async with asyncio.timeout(timeout):
+            async with session.request(
+                method, url, headers=sent, data=body, allow_redirects=False
+            ) as response:
+                payload = await _read(response, max_body)
+                return HttpReply(response.status, _joined(response.headers), payload)
+    except TimeoutError:
+        raise OutboundError(f"no reply within {timeout:g} seconds") from None
+    except (aiohttp.ClientError, OSError, ValueError) as exc:
+        # ValueError: aiohttp rejects some malformed URLs that way.
+        raise OutboundError(_describe(exc)) from None
+
+
+async def _read(response: aiohttp.ClientResponse, max_body: int) -> bytes:
+    declared = response.content_length
+    if declared is not None and declared > max_body:
+        raise OutboundError(f"reply body of {declared} bytes exceeds {max_body}")
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await response.content.read(_CHUNK):
+        size += len(chunk)
+        if size > max_body:
+            raise OutboundError(f"reply body exceeds {max_body} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _joined(headers: Mapping[str, str]) -> dict[str, str]:

@@ -7,24 +7,32 @@ operation as an :class:`Op` in a :class:`History`, adds the final reads, and cal
 
 The workload it expects: every key has one writer, which writes increasing integer
 values (1, 2, 3, ...) one at a time and never reuses a value, even after a failure.
-So for any key, a larger value is a later write, and:
+A write that failed or timed out is *indeterminate*: it may or may not have been
+applied, and may even be applied long after the client gave up (a frozen node that
+resumes can still forward a request it had buffered), so it never counts as lost and
+reading its value is legitimate.
 
-* **Lost write**: the final value of a key (read from the active node once the
-  cluster has recovered) is smaller than the last value whose write was
-  acknowledged. A write that failed or timed out is *indeterminate*: it may or may
-  not have been applied, so it never counts as lost and may legitimately be read.
-* **Regression**: a *strong* read (one served by the active node) returned a value
-  smaller than a value acknowledged before the read was sent, or smaller than what
-  an earlier strong read (completed before this one was sent) returned. This is
-  what a rolled-back write or a deposed leader serving reads looks like.
+Operations are ordered per key by the *version* the server assigned (KV v2's
+``metadata.version``, which is the order in which writes were applied); a runner that
+has no versions leaves them None and the values order the writes instead.
+
+* **Lost write**: the final version of a key (read from the active node after
+  recovery) is older than the last acknowledged write's, or one version was seen with
+  two different values (an acknowledged write was rolled back and its version
+  handed out again).
+* **Regression**: a *strong* read (served by the active node) returned a version
+  older than one acknowledged before the read was sent, or older than what an
+  earlier strong read (completed before this one was sent) returned.
 * **Phantom**: a read returned a value that was never written.
 * **Divergence**: once recovered, some node's own replica holds a different final
   value than the active node.
+* **Late write** (reported, not a failure): a read returned the value of an
+  indeterminate write that was applied after a newer value had been acknowledged.
 * **Stale read** (reported, not a failure): an *any-node* read, which a performance
-  standby may serve from its replica, returned a value older than one acknowledged
+  standby may serve from its replica, returned a version older than one acknowledged
   before the read was sent. The cluster documents such reads as possibly stale by
-  the replication lag; the report gives how many there were and how old the value
-  they returned had been superseded.
+  the replication lag; the report gives how many and how long the value they
+  returned had been superseded.
 * **Unavailability**: the longest stretch without an acknowledged write (the time
   without a writable active node, as a client sees it), plus the total of every
   stretch over one second.
@@ -83,6 +91,15 @@ class Op:
     node: str = ""
     status: int = 0
     error: str = ""
+    #: The server's order for the write: assigned to an acknowledged write, or read.
+    version: int | None = None
+
+    @property
+    def order(self) -> int:
+        """Where this write (or the write a read saw) stands among the key's writes."""
+        if self.version is not None:
+            return self.version
+        return self.value or 0
 
 
 @dataclass
@@ -150,6 +167,8 @@ class CheckReport:
     regressions: int = 0
     phantoms: int = 0
     divergent: int = 0
+    late_writes: int = 0
+    max_late_delay: float = 0.0
     stale_reads: int = 0
     max_staleness: float = 0.0
     unavailable_seconds: float = 0.0
@@ -179,6 +198,8 @@ class CheckReport:
             f"acknowledged writes: {self.acknowledged}  indeterminate: {self.indeterminate}",
             f"lost: {self.lost}  regressions: {self.regressions}  phantoms: {self.phantoms}  "
             f"divergent: {self.divergent}",
+            f"late indeterminate writes seen: {self.late_writes} (applied up to "
+            f"{self.max_late_delay:.2f}s after they were sent)",
             f"stale any-node reads: {self.stale_reads} (value superseded for at most "
             f"{self.max_staleness:.2f}s)",
             f"unavailable: longest {self.unavailable_seconds:.2f}s without an acknowledged "
@@ -190,28 +211,28 @@ class CheckReport:
 
 
 class _Floor:
-    """Per key: the highest value known before a given time (step function)."""
+    """Per key: the highest order known before a given time (a step function)."""
 
-    def __init__(self, points: Iterable[tuple[float, int]]) -> None:
-        # (time the value became known, value): running maximum over time.
-        ordered = sorted(points)
+    def __init__(self, points: Iterable[tuple[float, int]] = ()) -> None:
         self.times: list[float] = []
-        self.values: list[int] = []
-        best = 0
-        for at, value in ordered:
-            if value > best:
-                best = value
-                self.times.append(at)
-                self.values.append(value)
+        self.orders: list[int] = []
+        for at, order in sorted(points):
+            self.add(at, order)
+
+    def add(self, at: float, order: int) -> None:
+        """Points must arrive in time order."""
+        if not self.orders or order > self.orders[-1]:
+            self.times.append(at)
+            self.orders.append(order)
 
     def before(self, at: float) -> int:
-        """The highest value known strictly before ``at`` (0 if none)."""
+        """The highest order known strictly before ``at`` (0 if none)."""
         index = bisect.bisect_left(self.times, at)
-        return self.values[index - 1] if index else 0
+        return self.orders[index - 1] if index else 0
 
-    def known_since(self, value: int) -> float | None:
-        """When a value greater than ``value`` first became known."""
-        index = bisect.bisect_right(self.values, value)
+    def superseded_since(self, order: int) -> float | None:
+        """When an order higher than ``order`` first became known."""
+        index = bisect.bisect_right(self.orders, order)
         return self.times[index] if index < len(self.times) else None
 
 
@@ -231,71 +252,103 @@ def check(
     for op in ops:
         (writes if op.kind == "write" else reads)[op.key].append(op)
 
-    acked_ends: list[float] = []
-    for key_writes in writes.values():
-        for op in key_writes:
-            report.writes += 1
-            if op.ok:
-                report.acknowledged += 1
-                acked_ends.append(op.end)
-            else:
-                report.indeterminate += 1
-
     def find(kind: str, key: str, detail: str, op: Op | None = None) -> None:
         report.findings.append(Finding(kind, key, detail, None if op is None else op.id))
 
+    acked_ends: list[float] = []
     for key in sorted(set(writes) | set(reads)):
         key_writes = writes.get(key, [])
-        written = {op.value for op in key_writes if op.value is not None}
-        acked = _Floor((op.end, op.value) for op in key_writes if op.ok and op.value is not None)
-        last_acked = max((op.value for op in key_writes if op.ok and op.value), default=0)
-        key_reads = sorted(reads.get(key, []), key=lambda op: op.end)
-        # Strong reads so far, by completion time, with the running maximum value.
-        observed_ends: list[float] = []
-        observed_max: list[int] = []
-        finals: list[Op] = []
-        for op in key_reads:
+        by_value = {op.value: op for op in key_writes if op.value is not None}
+        acked = [op for op in key_writes if op.ok]
+        report.writes += len(key_writes)
+        report.acknowledged += len(acked)
+        report.indeterminate += len(key_writes) - len(acked)
+        acked_ends += [op.end for op in acked]
+        acked_floor = _Floor((op.end, op.order) for op in acked)
+        value_floor = _Floor((op.end, op.value or 0) for op in acked)
+        last_acked = max(acked, key=lambda op: op.order, default=None)
+
+        # One version, one value: a version seen with two values was handed out twice.
+        seen: dict[int, tuple[int | None, Op]] = {}
+        for op in sorted((*acked, *reads.get(key, [])), key=lambda op: op.end):
+            if op.version is None or not op.ok:
+                continue
+            first = seen.setdefault(op.version, (op.value, op))
+            if first[0] != op.value:
+                report.lost += 1
+                find(
+                    "lost",
+                    key,
+                    f"version {op.version} was {first[0]} (op {first[1].id}) and later "
+                    f"{op.value}: a write was rolled back and its version reused",
+                    op,
+                )
+
+        observed = _Floor()  # strong reads, by completion time
+        final: Op | None = None
+        late: set[int] = set()
+        for op in sorted(reads.get(key, []), key=lambda op: op.end):
             report.reads += 1
             if not op.ok:
                 continue
             report.reads_ok += 1
-            value = op.value or 0
-            if op.value is not None and op.value not in written:
+            if op.value is not None and op.value not in by_value:
                 report.phantoms += 1
                 find("phantom", key, f"read {op.value}, which was never written", op)
                 continue
+            source = by_value.get(op.value) if op.value is not None else None
+            if (
+                source is not None
+                and not source.ok
+                and (op.value or 0) < value_floor.before(op.start)
+                and op.order >= acked_floor.before(op.start)
+                and op.value not in late
+            ):
+                late.add(op.value or 0)
+                report.late_writes += 1
+                report.max_late_delay = max(report.max_late_delay, op.end - source.start)
+                find(
+                    "late-write",
+                    key,
+                    f"indeterminate write of {op.value} (sent at t={source.start:.3f}s) "
+                    f"was read at t={op.start:.3f}s, after "
+                    f"{value_floor.before(op.start)} had been acknowledged",
+                    op,
+                )
             if op.consistency in (STRONG, FINAL):
                 report.strong_reads += op.consistency == STRONG
-                seen = bisect.bisect_left(observed_ends, op.start)
-                floor = max(acked.before(op.start), observed_max[seen - 1] if seen else 0)
-                if value < floor:
+                floor = max(acked_floor.before(op.start), observed.before(op.start))
+                if op.order < floor:
                     report.regressions += 1
                     find(
                         "regression",
                         key,
-                        f"{op.consistency} read at t={op.start:.3f}s from {op.node or '?'} "
-                        f"returned {op.value}, but {floor} was acknowledged or read before",
+                        f"{op.consistency} read at t={op.start:.3f}s via {op.node or '?'} "
+                        f"returned {op.value} (order {op.order}), but order {floor} was "
+                        "acknowledged or read before it was sent",
                         op,
                     )
-                observed_ends.append(op.end)
-                observed_max.append(max(value, observed_max[-1] if observed_max else 0))
+                observed.add(op.end, op.order)
                 if op.consistency == FINAL:
-                    finals.append(op)
-            else:
-                floor = acked.before(op.start)
-                if value < floor:
-                    report.stale_reads += 1
-                    since = acked.known_since(value)
-                    if since is not None:
-                        report.max_staleness = max(report.max_staleness, op.start - since)
-        if last_acked:
-            final = finals[-1] if finals else None
+                    final = op
+            elif op.order < acked_floor.before(op.start):
+                report.stale_reads += 1
+                since = acked_floor.superseded_since(op.order)
+                if since is not None:
+                    report.max_staleness = max(report.max_staleness, op.start - since)
+
+        if last_acked is not None:
             if final is None:
                 report.lost += 1
-                find("lost", key, f"no final read; last acknowledged value {last_acked}")
-            elif (final.value or 0) < last_acked:
+                find("lost", key, f"no final read; last acknowledged value {last_acked.value}")
+            elif final.order < last_acked.order:
                 report.lost += 1
-                find("lost", key, f"final value {final.value} < last acknowledged {last_acked}")
+                find(
+                    "lost",
+                    key,
+                    f"final value {final.value} (order {final.order}) is older than the last "
+                    f"acknowledged {last_acked.value} (order {last_acked.order})",
+                )
             if final is not None and node_finals:
                 for node, values in sorted(node_finals.items()):
                     if values.get(key) != final.value:
@@ -310,6 +363,7 @@ def check(
         sorted(acked_ends), window or _span(ops)
     )
     report.max_staleness = round(report.max_staleness, 3)
+    report.max_late_delay = round(report.max_late_delay, 3)
     return report
 
 

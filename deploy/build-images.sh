@@ -97,11 +97,11 @@ mark=$SECONDS
 build() {
   local tag=$1 base=$2
   log "docker build $tag (on $base)"
-  docker build --quiet --build-arg "BASE=$base" -f deploy/Dockerfile -t "$tag" deploy >/dev/null
+  docker build --quiet --force-rm --build-arg "BASE=$base" -f deploy/Dockerfile -t "$tag" deploy >/dev/null
 }
 build "$COFFER_IMAGE" "$BASE_IMAGE"
 ((hsm)) && build "$COFFER_IMAGE-hsm" "$HSM_BASE_IMAGE"
 log "docker build $COFFER_LB_IMAGE"
-docker build --quiet -t "$COFFER_LB_IMAGE" deploy/haproxy >/dev/null
+docker build --quiet --force-rm -t "$COFFER_LB_IMAGE" deploy/haproxy >/dev/null
 log "images built in $((SECONDS - mark))s (total $((SECONDS - started))s):" \
   "$COFFER_IMAGE $COFFER_LB_IMAGE"

@@ -232,18 +232,23 @@ class ComposeCluster:
         return str(self.load_keys()["root_token"])
 
     def _save_keys(self, reply: Mapping[str, Any]) -> None:
+        self._write_keys(
+            {
+                "project": self.project,
+                "unseal_keys_b64": reply["keys_base64"],
+                "unseal_shares": KEY_SHARES,
+                "unseal_threshold": KEY_THRESHOLD,
+                "root_token": reply["root_token"],
+            }
+        )
+
+    def _write_keys(self, doc: Mapping[str, Any]) -> None:
+        """Write the key file atomically, 0600 in a 0700 folder."""
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        doc = {
-            "project": self.project,
-            "unseal_keys_b64": reply["keys_base64"],
-            "unseal_shares": KEY_SHARES,
-            "unseal_threshold": KEY_THRESHOLD,
-            "root_token": reply["root_token"],
-        }
         tmp = self.keys_path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as out:
-            json.dump(doc, out, indent=2)
+            json.dump(dict(doc), out, indent=2)
             out.write("\n")
             out.flush()
             os.fsync(out.fileno())
@@ -457,7 +462,15 @@ class ComposeCluster:
             out.write(reply.body)
         return len(reply.body)
 
-    def snapshot_restore(self, path: Path, *, force: bool = False) -> None:
+    def snapshot_restore(
+        self, path: Path, *, force: bool = False, keys: Path | None = None
+    ) -> None:
+        """Restore a snapshot through the active node.
+
+        A snapshot of another cluster (``force``) holds that cluster's keyring, so
+        with ``keys`` (that cluster's key file) every node is restarted and unsealed
+        with those keys, which then become this project's key file.
+        """
         endpoint = "snapshot-force" if force else "snapshot"
         reply = http_request(
             "POST",
@@ -469,6 +482,15 @@ class ComposeCluster:
         )
         if reply.status not in (200, 204):
             raise ClusterError(f"restore answered {reply.status}: {reply.body[:300]!r}")
+        if keys is None:
+            return
+        doc = json.loads(keys.read_text())
+        if not isinstance(doc, dict) or "unseal_keys_b64" not in doc or "root_token" not in doc:
+            raise ClusterError(f"{keys} is not a clusterctl key file")
+        self._write_keys({**doc, "project": self.project})
+        self.docker("restart", "--time", "20", *(self.container(s) for s in NODES))
+        self.unseal_all()
+        self.wait_ready()
 
 
 # --- command line -------------------------------------------------------------------------
@@ -490,6 +512,11 @@ def main(argv: list[str] | None = None) -> int:
     restore = commands.add_parser("snapshot-restore", help="restore a Raft snapshot from FILE")
     restore.add_argument("file", type=Path)
     restore.add_argument("--force", action="store_true", help="snapshot of another cluster")
+    restore.add_argument(
+        "--keys",
+        type=Path,
+        help="with --force: the snapshot's cluster's key file; restart and unseal with it",
+    )
     args = parser.parse_args(argv)
 
     cluster = ComposeCluster(project=args.project)
@@ -512,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
             size = cluster.snapshot_save(args.file)
             log(f"wrote {size} bytes to {args.file}")
         elif args.command == "snapshot-restore":
-            cluster.snapshot_restore(args.file, force=args.force)
+            cluster.snapshot_restore(args.file, force=args.force, keys=args.keys)
             log(f"restored {args.file}")
     except (ClusterError, OSError, subprocess.CalledProcessError) as exc:
         print(f"clusterctl: {exc}", file=sys.stderr)

@@ -100,6 +100,7 @@ class Run:
         self.history.event(self.now(), what, **details)
 
     def fault(self, what: str, **details: Any) -> None:
+        """Record the fault (after it took effect); the first one starts the clock."""
         if self.fault_at is None:
             self.fault_at = self.now()
         self.event(what, **details)
@@ -135,8 +136,8 @@ def kill_active(run: Run) -> None:
     """SIGKILL the active node's container; restart it after the fault duration."""
     target = run.active()
     container = run.container(target)
-    run.fault("kill", node=target)
     run.docker("kill", "--signal", "KILL", container)
+    run.fault("kill", node=target)
     time.sleep(run.settings.duration)
     run.docker("start", container)
     run.event("start", node=target)
@@ -147,8 +148,8 @@ def pause_active(run: Run) -> None:
     """Freeze the active node (cgroup freezer: a hung process, not a dead one)."""
     target = run.active()
     container = run.container(target)
-    run.fault("pause", node=target)
     run.docker("pause", container)
+    run.fault("pause", node=target)
     time.sleep(run.settings.duration)
     run.docker("unpause", container)
     run.event("unpause", node=target)
@@ -164,8 +165,8 @@ def disconnect_active(run: Run) -> None:
         "inspect", "-f", f'{{{{(index .NetworkSettings.Networks "{network}").IPAddress}}}}',
         container,
     ).strip()  # fmt: skip
-    run.fault("disconnect", node=target, address=address)
     run.docker("network", "disconnect", network, container)
+    run.fault("disconnect", node=target, address=address)
     time.sleep(run.settings.duration)
     run.docker("network", "connect", "--alias", target, network, container)
     after = run.cluster.docker(

@@ -103,6 +103,16 @@ def _value_of(doc: Any) -> int | None:
     return value
 
 
+def _version(doc: Any, *path: str) -> int | None:
+    """KV v2's version number at ``path`` in a reply, if it is there."""
+    try:
+        for part in path:
+            doc = doc[part]
+    except (KeyError, TypeError):
+        return None
+    return doc if isinstance(doc, int) else None
+
+
 class Workload:
     def __init__(self, config: WorkloadConfig, history: History, t0: float) -> None:
         self.config = config
@@ -138,6 +148,7 @@ class Workload:
         self.history.record(
             kind="write", key=key, value=value, start=start, end=self.now(), ok=ok,
             node=reply.node, status=reply.status, error=error,
+            version=_version(reply.doc, "data", "version") if ok else None,
         )  # fmt: skip
         return ok
 
@@ -146,12 +157,14 @@ class Workload:
         start = self.now()
         headers = STRONG_READ_HEADERS if consistency in (STRONG, FINAL) else None
         value: int | None = None
+        version: int | None = None
         ok, error, status, node = False, "", 0, ""
         try:
             reply = client.request("GET", self._path(key), headers=headers)
             status, node = reply.status, reply.node
             if reply.status == 200:
                 value, ok = _value_of(reply.doc), True
+                version = _version(reply.doc, "data", "metadata", "version")
             elif reply.status == 404 and not (reply.doc or {}).get("errors"):
                 ok = True  # KV v2: no such key (yet)
             else:
@@ -160,7 +173,7 @@ class Workload:
             error = f"{type(exc).__name__}: {exc}"[:200]
         self.history.record(
             kind="read", key=key, value=value, start=start, end=self.now(), ok=ok,
-            consistency=consistency, node=node, status=status, error=error,
+            consistency=consistency, node=node, status=status, error=error, version=version,
         )  # fmt: skip
         return value
 

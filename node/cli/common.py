@@ -33,6 +33,7 @@ __all__ = [
     "key_values",
     "mount_path",
     "no_value",
+    "print_done",
     "print_field",
     "print_secret",
     "read_input",
@@ -73,6 +74,16 @@ def success(ctx: Context, message: str) -> int:
     if not ctx.json:
         ctx.print(message)
     return EXIT_OK
+
+
+def print_done(ctx: Context, response: Json | None, message: str) -> int:
+    """What a change prints: its response (if any) as JSON, or warnings and ``message``."""
+    if ctx.json:
+        if response is not None:
+            print_json(response, ctx.out)
+        return EXIT_OK
+    print_warnings(response, ctx.err)
+    return success(ctx, message)
 
 
 def print_field(ctx: Context, secret: Mapping[str, Any], field: str) -> int:

@@ -36,6 +36,11 @@ class WrappedResponse(Exception):
         self.response = response
 
 
+def _failed(doing: str, exc: ApiError | TransportError) -> CliError:
+    """A failed request as Vault reports it: ``Error <doing>: ...``, exit 2."""
+    return CliError(f"Error {doing}: {exc}", EXIT_USAGE)
+
+
 class Context:
     """Per-invocation state handed to every command handler."""
 
@@ -123,11 +128,11 @@ class Context:
         content_type: str = "application/json",
         token: str | None = None,
     ) -> Json | None:
-        """One API request; failures become ``Error <doing>: ...`` with exit 2 (Vault's)."""
+        """One API request; a failure becomes ``Error <doing>: ...`` (exit 2)."""
         try:
             return self.send(method, path, body, wrap=wrap, content_type=content_type, token=token)
         except (ApiError, TransportError) as exc:
-            raise CliError(f"Error {doing}: {exc}", EXIT_USAGE) from None
+            raise _failed(doing, exc) from None
 
     def fetch(
         self,
@@ -148,13 +153,13 @@ class Context:
             return self.send(method, path, body, wrap=wrap)
         except ApiError as exc:
             if exc.status != 404:
-                raise CliError(f"Error {doing}: {exc}", EXIT_USAGE) from None
+                raise _failed(doing, exc) from None
             if exc.body is not None and exc.body.get("data"):
                 return exc.body
             print_warnings(exc.body, self.err)
             return None
         except TransportError as exc:
-            raise CliError(f"Error {doing}: {exc}", EXIT_USAGE) from None
+            raise _failed(doing, exc) from None
 
     def store_token(self, token: str) -> Path:
         """Save ``token`` as ``~/.coffer-token`` (mode 0600, replaced atomically)."""

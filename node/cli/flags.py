@@ -14,6 +14,8 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from node.durations import UNIT_SECONDS, UNITS
+
 __all__ = [
     "FALSE_WORDS",
     "TRUE_WORDS",
@@ -50,17 +52,7 @@ def parse_bool(text: str) -> bool | None:
     return None
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d)")
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-    "d": 86400.0,
-}
+_DURATION_PART = re.compile(rf"(\d+(?:\.\d*)?|\.\d+)({UNITS})")
 
 
 def parse_duration(text: str) -> int:
@@ -74,7 +66,7 @@ def parse_duration(text: str) -> int:
     parts = _DURATION_PART.findall(body)
     if not body or "".join(number + unit for number, unit in parts) != body:
         raise ValueError(f"invalid duration {text!r}")
-    return int(sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts))
+    return int(sum(float(number) * UNIT_SECONDS[unit] for number, unit in parts))
 
 
 def duration(text: str) -> str:

@@ -15,7 +15,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from node.cli.common import api_path, no_value, print_field, print_secret, success, with_query
+from node.cli.common import (
+    api_path,
+    no_value,
+    print_done,
+    print_field,
+    print_secret,
+    success,
+    with_query,
+)
 from node.cli.errors import EXIT_OK, CliError, UsageError
 from node.cli.flags import add_command, add_option, add_switch
 from node.cli.output import format_value, print_json, print_warnings, secret_rows
@@ -131,12 +139,7 @@ def run_delete(args: argparse.Namespace, ctx: Context) -> int:
     path: str = args.path
     query = query_data(list(args.data), ctx.stdin)
     response = ctx.call(f"deleting {path}", "DELETE", with_query(api_path(path), query))
-    if ctx.json:
-        if response is not None:
-            print_json(response, ctx.out)
-        return EXIT_OK
-    print_warnings(response, ctx.err)
-    return success(ctx, f"Success! Data deleted (if it existed) at: {path}")
+    return print_done(ctx, response, f"Success! Data deleted (if it existed) at: {path}")
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:

@@ -25,6 +25,7 @@ from node.cli.common import (
     key_values,
     mount_path,
     no_value,
+    print_done,
     print_field,
     print_secret,
     split_list,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from node.cli.context import Context
     from node.cli.flags import Subparsers
     from node.cli.http import Json
+    from node.cli.main import Handler
 
 __all__ = ["KvPath", "kv_version", "register", "resolve"]
 
@@ -321,12 +323,7 @@ def run_delete(args: argparse.Namespace, ctx: Context) -> int:
         response = ctx.call(f"deleting {full}", "PUT", api_path(target.api("delete")), body)
     else:
         response = ctx.call(f"deleting {full}", "DELETE", api_path(full))
-    if ctx.json:
-        if response is not None:
-            print_json(response, ctx.out)
-        return EXIT_OK
-    print_warnings(response, ctx.err)
-    return success(ctx, f"Success! Data deleted (if it existed) at: {full}")
+    return print_done(ctx, response, f"Success! Data deleted (if it existed) at: {full}")
 
 
 def _change_versions(args: argparse.Namespace, ctx: Context, segment: str, doing: str) -> int:
@@ -337,12 +334,7 @@ def _change_versions(args: argparse.Namespace, ctx: Context, segment: str, doing
     _v2_only(target, segment.capitalize())
     full = target.api(segment)
     response = ctx.call(f"writing data to {full}", "PUT", api_path(full), {"versions": versions})
-    if ctx.json:
-        if response is not None:
-            print_json(response, ctx.out)
-        return EXIT_OK
-    print_warnings(response, ctx.err)
-    return success(ctx, f"Success! Data written to: {full}")
+    return print_done(ctx, response, f"Success! Data written to: {full}")
 
 
 def run_undelete(args: argparse.Namespace, ctx: Context) -> int:
@@ -410,11 +402,7 @@ def run_metadata_put(args: argparse.Namespace, ctx: Context) -> int:
         body["custom_metadata"] = key_values(args.custom_metadata, "custom-metadata")
     response = ctx.call(f"writing data to {full}", "PUT", api_path(full), body)
     if response is None or not secret_rows(response):
-        if ctx.json and response is not None:
-            print_json(response, ctx.out)
-            return EXIT_OK
-        print_warnings(response, ctx.err)
-        return success(ctx, f"Success! Data written to: {full}")
+        return print_done(ctx, response, f"Success! Data written to: {full}")
     return print_secret(ctx, response)
 
 
@@ -423,24 +411,32 @@ def run_metadata_delete(args: argparse.Namespace, ctx: Context) -> int:
     _v2_only(target, "Metadata")
     full = target.api("metadata")
     response = ctx.call(f"deleting {full}", "DELETE", api_path(full))
-    if ctx.json:
-        if response is not None:
-            print_json(response, ctx.out)
-        return EXIT_OK
-    print_warnings(response, ctx.err)
-    return success(ctx, f"Success! Data deleted (if it existed) at: {full}")
+    return print_done(ctx, response, f"Success! Data deleted (if it existed) at: {full}")
 
 
 # --- parser -------------------------------------------------------------------------------
 
 
-def _mount_flag(parser: argparse.ArgumentParser) -> None:
+def _path_command(
+    commands: Subparsers,
+    name: str,
+    summary: str,
+    handler: Handler,
+    parents: list[argparse.ArgumentParser],
+    *,
+    nargs: str | None = None,
+) -> argparse.ArgumentParser:
+    """A KV subcommand taking PATH and ``-mount`` (PATH is then relative to the mount)."""
+    parser = add_command(commands, name, summary, parents=parents)
+    parser.add_argument("path", nargs=nargs, metavar="PATH")
     add_option(
         parser,
         "mount",
         metavar="NAME",
         help="the KV mount; PATH is then relative to it (e.g. -mount=secret app/db)",
     )
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def _versions_flag(parser: argparse.ArgumentParser, what: str) -> None:
@@ -469,33 +465,29 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
     commands = kv.add_subparsers(
         title="subcommands", dest="kv_command", metavar="SUBCOMMAND", required=True
     )
+    data_help = "k=v, k=@file, k=-, @file.json, -"
 
-    get = add_command(commands, "get", "read a secret (-version for an older one)", parents=parents)
-    get.add_argument("path", metavar="PATH")
-    _mount_flag(get)
+    get = _path_command(
+        commands, "get", "read a secret (-version for an older one)", run_get, parents
+    )
     add_option(get, "version", type=int, metavar="N", help="version to read (v2; default latest)")
     add_option(get, "field", metavar="NAME", help="print only this field of the data, raw")
-    get.set_defaults(handler=run_get)
 
-    put = add_command(
+    put = _path_command(
         commands,
         "put",
         "write a secret (replaces all of its data; a new version on v2)",
-        parents=parents,
+        run_put,
+        parents,
     )
-    put.add_argument("path", metavar="PATH")
-    put.add_argument("data", nargs="*", metavar="DATA", help="k=v, k=@file, k=-, @file.json, -")
-    _mount_flag(put)
+    put.add_argument("data", nargs="*", metavar="DATA", help=data_help)
     add_option(put, "cas", type=int, metavar="N", help="check-and-set: write only if N is current")
     add_option(put, "field", metavar="NAME", help="print only this field of the response, raw")
-    put.set_defaults(handler=run_put)
 
-    patch = add_command(
-        commands, "patch", "update some keys of a secret (KV v2 only)", parents=parents
+    patch = _path_command(
+        commands, "patch", "update some keys of a secret (KV v2 only)", run_patch, parents
     )
-    patch.add_argument("path", metavar="PATH")
-    patch.add_argument("data", nargs="*", metavar="DATA", help="k=v, k=@file, k=-, @file.json, -")
-    _mount_flag(patch)
+    patch.add_argument("data", nargs="*", metavar="DATA", help=data_help)
     add_option(patch, "cas", type=int, metavar="N", help="check-and-set version")
     add_option(
         patch,
@@ -506,57 +498,45 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
     )
     add_option(patch, "remove-data", action="append", metavar="KEY", help="remove KEY (repeatable)")
     add_option(patch, "field", metavar="NAME", help="print only this field of the response, raw")
-    patch.set_defaults(handler=run_patch)
 
-    delete = add_command(
+    delete = _path_command(
         commands,
         "delete",
         "soft-delete the latest version (or -versions) of a secret",
-        parents=parents,
+        run_delete,
+        parents,
     )
-    delete.add_argument("path", metavar="PATH")
-    _mount_flag(delete)
     _versions_flag(delete, "delete (v2)")
-    delete.set_defaults(handler=run_delete)
-
-    undelete = add_command(
-        commands, "undelete", "restore soft-deleted versions (KV v2)", parents=parents
+    undelete = _path_command(
+        commands, "undelete", "restore soft-deleted versions (KV v2)", run_undelete, parents
     )
-    undelete.add_argument("path", metavar="PATH")
-    _mount_flag(undelete)
     _versions_flag(undelete, "undelete (required)")
-    undelete.set_defaults(handler=run_undelete)
-
-    destroy = add_command(
-        commands, "destroy", "permanently remove versions (KV v2)", parents=parents
+    destroy = _path_command(
+        commands, "destroy", "permanently remove versions (KV v2)", run_destroy, parents
     )
-    destroy.add_argument("path", metavar="PATH")
-    _mount_flag(destroy)
     _versions_flag(destroy, "destroy (required)")
-    destroy.set_defaults(handler=run_destroy)
-
-    listing = add_command(commands, "list", "list the keys under PATH", parents=parents)
-    listing.add_argument("path", nargs="?", metavar="PATH")
-    _mount_flag(listing)
-    listing.set_defaults(handler=run_list)
+    _path_command(commands, "list", "list the keys under PATH", run_list, parents, nargs="?")
 
     metadata = add_command(commands, "metadata", "a secret's metadata and versions (KV v2)")
     meta_commands = metadata.add_subparsers(
         title="subcommands", dest="kv_metadata_command", metavar="SUBCOMMAND", required=True
     )
-    meta_get = add_command(
-        meta_commands, "get", "print the metadata and every version's state", parents=parents
+    meta_get = _path_command(
+        meta_commands,
+        "get",
+        "print the metadata and every version's state",
+        run_metadata_get,
+        parents,
     )
-    meta_get.add_argument("path", metavar="PATH")
-    _mount_flag(meta_get)
     add_option(meta_get, "field", metavar="NAME", help="print only this field, raw")
-    meta_get.set_defaults(handler=run_metadata_get)
 
-    meta_put = add_command(
-        meta_commands, "put", "change a secret's settings and custom metadata", parents=parents
+    meta_put = _path_command(
+        meta_commands,
+        "put",
+        "change a secret's settings and custom metadata",
+        run_metadata_put,
+        parents,
     )
-    meta_put.add_argument("path", metavar="PATH")
-    _mount_flag(meta_put)
     add_option(meta_put, "max-versions", type=int, metavar="N", help="versions kept (0 = mount's)")
     add_switch(meta_put, "cas-required", "require -cas on every write", default=None)
     add_option(
@@ -573,14 +553,10 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
         metavar="K=V",
         help="custom metadata (repeatable; replaces all custom metadata)",
     )
-    meta_put.set_defaults(handler=run_metadata_put)
-
-    meta_delete = add_command(
+    _path_command(
         meta_commands,
         "delete",
         "delete a secret's metadata and all of its versions",
-        parents=parents,
+        run_metadata_delete,
+        parents,
     )
-    meta_delete.add_argument("path", metavar="PATH")
-    _mount_flag(meta_delete)
-    meta_delete.set_defaults(handler=run_metadata_delete)

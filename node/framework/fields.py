@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from node.durations import UNIT_SECONDS, UNITS
 from node.errors import InvalidRequestError
 
 __all__ = ["Field", "FieldData", "FieldType", "parse_duration"]
@@ -54,17 +55,7 @@ class Field:
         return schema
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-    "d": 86400.0,
-}
+_DURATION_PART = re.compile(rf"(\d+(?:\.\d+)?)({UNITS})")
 
 
 def parse_duration(value: Any, name: str = "value") -> int:
@@ -84,7 +75,7 @@ def parse_duration(value: Any, name: str = "value") -> int:
             body = text.lstrip("+-")
             parts = _DURATION_PART.findall(body)
             if body and "".join(n + u for n, u in parts) == body:
-                return sign * int(sum(float(n) * _UNIT_SECONDS[u] for n, u in parts))
+                return sign * int(sum(float(n) * UNIT_SECONDS[u] for n, u in parts))
         except (ValueError, OverflowError):
             # too many digits for int(), or a float that overflowed to infinity
             pass

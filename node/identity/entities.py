@@ -55,14 +55,7 @@ async def save_entity(scope: Scope, change: EntityChange) -> tuple[Entity, bool]
                 raise InvalidRequestError("entity name is already in use")
         created = entity is None
         if entity is None:
-            stamp = now()
-            entity = Entity(
-                id=new_id(),
-                name=change.name or generated_name("entity", state),
-                namespace_id=scope.namespace_id,
-                creation_time=stamp,
-                last_update_time=stamp,
-            )
+            entity = _new_entity(scope, state, change.name, now())
         updates: dict[str, Any] = {"name": change.name or entity.name}
         for field in ("policies", "metadata", "disabled"):
             if getattr(change, field) is not None:
@@ -72,6 +65,17 @@ async def save_entity(scope: Scope, change: EntityChange) -> tuple[Entity, bool]
         return entity, created
 
     return await scope.store.run(save)
+
+
+def _new_entity(scope: Scope, state: IdentityState, name: str, stamp: str) -> Entity:
+    """A new entity of this namespace, named ``name`` or a generated name."""
+    return Entity(
+        id=new_id(),
+        name=name or generated_name("entity", state),
+        namespace_id=scope.namespace_id,
+        creation_time=stamp,
+        last_update_time=stamp,
+    )
 
 
 async def delete_entity(scope: Scope, entity: Entity) -> None:
@@ -127,13 +131,7 @@ async def _create_alias(scope: Scope, state: IdentityState, change: AliasChange)
         if entity is None:
             raise InvalidRequestError("invalid canonical ID")
     else:
-        entity = Entity(
-            id=new_id(),
-            name=generated_name("entity", state),
-            namespace_id=scope.namespace_id,
-            creation_time=stamp,
-            last_update_time=stamp,
-        )
+        entity = _new_entity(scope, state, "", stamp)
     if any(a.mount_accessor == change.mount_accessor for a in state.aliases_of(entity)):
         raise InvalidRequestError("Alias already exists for requested entity and mount accessor")
     mount = scope.mounts.find(change.mount_accessor)

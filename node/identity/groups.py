@@ -63,15 +63,7 @@ async def save_group(scope: Scope, change: GroupChange, group_id: str = "") -> t
                 raise InvalidRequestError("group name is already in use")
         created = group is None
         if group is None:
-            stamp = now()
-            group = Group(
-                id=new_id(),
-                name=change.name or generated_name("group", state),
-                namespace_id=scope.namespace_id,
-                type=EXTERNAL if kind == EXTERNAL else INTERNAL,
-                creation_time=stamp,
-                last_update_time=stamp,
-            )
+            group = _new_group(scope, state, change.name, kind, now())
         updates: dict[str, Any] = {"name": change.name or group.name}
         if change.policies is not None:
             updates["policies"] = change.policies
@@ -94,6 +86,18 @@ async def save_group(scope: Scope, change: GroupChange, group_id: str = "") -> t
         return group, created
 
     return await scope.store.run(save)
+
+
+def _new_group(scope: Scope, state: IdentityState, name: str, kind: str, stamp: str) -> Group:
+    """A new group of this namespace, named ``name`` or a generated name."""
+    return Group(
+        id=new_id(),
+        name=name or generated_name("group", state),
+        namespace_id=scope.namespace_id,
+        type=EXTERNAL if kind == EXTERNAL else INTERNAL,
+        creation_time=stamp,
+        last_update_time=stamp,
+    )
 
 
 async def _entities(scope: Scope, ids: tuple[str, ...]) -> tuple[str, ...]:
@@ -192,14 +196,7 @@ async def _commit_group_alias(
     if target is None:
         target = previous
     if target is None:
-        target = Group(
-            id=new_id(),
-            name=generated_name("group", state),
-            namespace_id=scope.namespace_id,
-            type=EXTERNAL,
-            creation_time=stamp,
-            last_update_time=stamp,
-        )
+        target = _new_group(scope, state, "", EXTERNAL, stamp)
     if alias is None:
         alias = GroupAlias(
             new_id(),

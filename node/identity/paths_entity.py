@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from node.errors import UnsupportedPathError
+from collections.abc import Iterable
+from typing import Any
+
 from node.framework import Field, FieldData, FieldType, Path
 from node.identity import entities, views
 from node.identity.entities import AliasChange, EntityChange
 from node.identity.inputs import metadata, policy_list
-from node.identity.records import Entity
+from node.identity.paths_records import RecordPaths
+from node.identity.records import Entity, EntityAlias
 from node.identity.scope import Scope
-from node.logical.request import Operation, Request
+from node.identity.state import IdentityState
+from node.logical.request import Request
 from node.logical.response import Response
 
 __all__ = ["EntityPaths"]
@@ -31,77 +35,41 @@ _ALIAS_FIELDS = {
 }
 
 
-def _missing() -> UnsupportedPathError:
-    return UnsupportedPathError()
-
-
 class EntityPaths:
+    """The entity paths, then the entity-alias paths."""
+
     def __init__(self, scope: Scope) -> None:
-        self._scope = scope
+        self._kinds = (_Entities(scope), _Aliases(scope))
 
     def paths(self) -> list[Path]:
-        lists = {Operation.LIST: self._list_ids}
-        return [
-            Path(
-                r"entity",
-                {Operation.UPDATE: self._write},
-                _ENTITY_FIELDS,
-                summary="Create an entity, or update the one with the given id or name.",
-            ),
-            Path(r"entity/id/?", lists, summary="List entities by id."),
-            Path(
-                r"entity/name/?", {Operation.LIST: self._list_names}, summary="List entity names."
-            ),
-            Path(
-                r"entity/id/(?P<id>[^/]+)",
-                {
-                    Operation.READ: self._read,
-                    Operation.UPDATE: self._write,
-                    Operation.DELETE: self._delete,
-                },
-                _ENTITY_FIELDS,
-                summary="Read, update or delete an entity by id.",
-            ),
-            Path(
-                r"entity/name/(?P<name>.+)",
-                {
-                    Operation.READ: self._read,
-                    Operation.UPDATE: self._write,
-                    Operation.DELETE: self._delete,
-                },
-                _ENTITY_FIELDS,
-                summary="Read, create or update, or delete an entity by name.",
-            ),
-            Path(
-                r"entity-alias",
-                {Operation.UPDATE: self._write_alias},
-                _ALIAS_FIELDS,
-                summary="Create an entity alias, or update the one with the given id or factors.",
-            ),
-            Path(
-                r"entity-alias/id/?",
-                {Operation.LIST: self._list_aliases},
-                summary="List entity aliases.",
-            ),
-            Path(
-                r"entity-alias/id/(?P<id>[^/]+)",
-                {
-                    Operation.READ: self._read_alias,
-                    Operation.UPDATE: self._write_alias,
-                    Operation.DELETE: self._delete_alias,
-                },
-                _ALIAS_FIELDS,
-                summary="Read, update or delete an entity alias by id.",
-            ),
-        ]
+        return [path for kind in self._kinds for path in kind.paths()]
 
-    # -- entities --------------------------------------------------------------
 
-    async def _find(self, data: FieldData) -> Entity | None:
-        state = await self._scope.store.state()
-        if data.given("id"):
-            return state.entity(data.get("id"))
-        return state.entity_by_name(data.get("name") or "")
+class _Entities(RecordPaths[Entity]):
+    kind = "entity"
+    noun = "an entity"
+    fields = _ENTITY_FIELDS
+    write_summary = "Create an entity, or update the one with the given id or name."
+    list_summary = "List entities by id."
+    named = True
+
+    def _get(self, state: IdentityState, record_id: str) -> Entity | None:
+        return state.entity(record_id)
+
+    def _get_by_name(self, state: IdentityState, name: str) -> Entity | None:
+        return state.entity_by_name(name)
+
+    def _records(self, state: IdentityState) -> Iterable[Entity]:
+        return state.entities.values()
+
+    async def _view(self, state: IdentityState, record: Entity) -> dict[str, Any]:
+        return await views.entity_view(self._scope, state, record)
+
+    async def _info(self, state: IdentityState, record: Entity) -> dict[str, Any]:
+        return views.entity_info(state, record, self._scope.mounts)
+
+    async def _remove(self, record: Entity) -> None:
+        await entities.delete_entity(self._scope, record)
 
     async def _write(self, request: Request, data: FieldData) -> Response | None:
         change = EntityChange(
@@ -116,40 +84,30 @@ class EntityPaths:
             return None
         return Response(data={"id": entity.id, "name": entity.name, "aliases": None})
 
-    async def _read(self, request: Request, data: FieldData) -> Response:
-        entity = await self._find(data)
-        if entity is None:
-            raise _missing()
-        state = await self._scope.store.state()
-        return Response(data=await views.entity_view(self._scope, state, entity))
 
-    async def _delete(self, request: Request, data: FieldData) -> None:
-        entity = await self._find(data)
-        if entity is not None:
-            await entities.delete_entity(self._scope, entity)
+class _Aliases(RecordPaths[EntityAlias]):
+    kind = "entity-alias"
+    noun = "an entity alias"
+    fields = _ALIAS_FIELDS
+    write_summary = "Create an entity alias, or update the one with the given id or factors."
+    list_summary = "List entity aliases."
 
-    async def _list_ids(self, request: Request, data: FieldData) -> Response:
-        return await self._list(by_name=False)
+    def _get(self, state: IdentityState, record_id: str) -> EntityAlias | None:
+        return state.alias(record_id)
 
-    async def _list_names(self, request: Request, data: FieldData) -> Response:
-        return await self._list(by_name=True)
+    def _records(self, state: IdentityState) -> Iterable[EntityAlias]:
+        return state.aliases.values()
 
-    async def _list(self, *, by_name: bool) -> Response:
-        state = await self._scope.store.state()
-        found = sorted(state.entities.values(), key=lambda e: e.name if by_name else e.id)
-        if not found:
-            raise _missing()
-        return Response(
-            data={
-                "keys": [e.name if by_name else e.id for e in found],
-                # Keyed by id for both listings, as the reference does.
-                "key_info": {e.id: views.entity_info(state, e, self._scope.mounts) for e in found},
-            }
-        )
+    async def _view(self, state: IdentityState, record: EntityAlias) -> dict[str, Any]:
+        return views.alias_view(record, self._scope.mounts)
 
-    # -- aliases ---------------------------------------------------------------
+    async def _info(self, state: IdentityState, record: EntityAlias) -> dict[str, Any]:
+        return views.alias_info(record, self._scope.mounts)
 
-    async def _write_alias(self, request: Request, data: FieldData) -> Response | None:
+    async def _remove(self, record: EntityAlias) -> None:
+        await entities.delete_alias(self._scope, record)
+
+    async def _write(self, request: Request, data: FieldData) -> Response | None:
         custom = data.get("custom_metadata")
         change = AliasChange(
             alias_id=data.get("id") or "",
@@ -166,26 +124,3 @@ class EntityPaths:
         if alias is None:
             return None
         return Response(data={"id": alias.id, "canonical_id": alias.canonical_id})
-
-    async def _read_alias(self, request: Request, data: FieldData) -> Response:
-        alias = (await self._scope.store.state()).alias(data.get("id"))
-        if alias is None:
-            raise _missing()
-        return Response(data=views.alias_view(alias, self._scope.mounts))
-
-    async def _delete_alias(self, request: Request, data: FieldData) -> None:
-        alias = (await self._scope.store.state()).alias(data.get("id"))
-        if alias is not None:
-            await entities.delete_alias(self._scope, alias)
-
-    async def _list_aliases(self, request: Request, data: FieldData) -> Response:
-        state = await self._scope.store.state()
-        found = sorted(state.aliases.values(), key=lambda a: a.id)
-        if not found:
-            raise _missing()
-        return Response(
-            data={
-                "keys": [a.id for a in found],
-                "key_info": {a.id: views.alias_info(a, self._scope.mounts) for a in found},
-            }
-        )

@@ -6,15 +6,21 @@ counting as one); nothing found is a 204, as in the reference.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.identity import views
-from node.identity.records import Entity, Group
+from node.identity.records import Entity, EntityAlias, Group, GroupAlias
 from node.identity.scope import Scope
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 
 __all__ = ["LookupPaths"]
+
+R = TypeVar("R", Entity, Group)
+A = TypeVar("A", EntityAlias, GroupAlias)
 
 _FIELDS = {
     "id": Field(FieldType.STRING, "ID of the record."),
@@ -63,43 +69,44 @@ class LookupPaths:
         ]
 
     async def _entity(self, request: Request, data: FieldData) -> Response | None:
-        how = _criterion(data)
         state = await self._scope.store.state()
-        entity: Entity | None = None
-        if how == "id":
-            entity = state.entity(data.get("id"))
-        elif how == "name":
-            entity = state.entity_by_name(data.get("name"))
-        else:
-            alias = (
-                state.alias(data.get("alias_id"))
-                if how == "alias_id"
-                else state.alias_by_factors(
-                    data.get("alias_mount_accessor"), data.get("alias_name")
-                )
-            )
-            entity = state.entity(alias.canonical_id) if alias is not None else None
+        entity = _lookup(
+            data, state.entity, state.entity_by_name, state.alias, state.alias_by_factors
+        )
         if entity is None:
             return None
         return Response(data=await views.entity_view(self._scope, state, entity))
 
     async def _group(self, request: Request, data: FieldData) -> Response | None:
-        how = _criterion(data)
         state = await self._scope.store.state()
-        group: Group | None = None
-        if how == "id":
-            group = state.group(data.get("id"))
-        elif how == "name":
-            group = state.group_by_name(data.get("name"))
-        else:
-            alias = (
-                state.group_alias(data.get("alias_id"))
-                if how == "alias_id"
-                else state.group_alias_by_factors(
-                    data.get("alias_mount_accessor"), data.get("alias_name")
-                )
-            )
-            group = state.group(alias.canonical_id) if alias is not None else None
+        group = _lookup(
+            data,
+            state.group,
+            state.group_by_name,
+            state.group_alias,
+            state.group_alias_by_factors,
+        )
         if group is None:
             return None
         return Response(data=await views.group_view(self._scope, state, group))
+
+
+def _lookup(
+    data: FieldData,
+    by_id: Callable[[str], R | None],
+    by_name: Callable[[str], R | None],
+    alias_by_id: Callable[[str], A | None],
+    alias_by_factors: Callable[[str, str], A | None],
+) -> R | None:
+    """The record the one criterion in ``data`` names, if any."""
+    how = _criterion(data)
+    if how == "id":
+        return by_id(data.get("id"))
+    if how == "name":
+        return by_name(data.get("name"))
+    alias = (
+        alias_by_id(data.get("alias_id"))
+        if how == "alias_id"
+        else alias_by_factors(data.get("alias_mount_accessor"), data.get("alias_name"))
+    )
+    return by_id(alias.canonical_id) if alias is not None else None

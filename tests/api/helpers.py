@@ -7,13 +7,19 @@ import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
 from node.physical.base import Entry, TxnOp
 from node.physical.inmem import InmemBackend
+
+if TYPE_CHECKING:
+    from tests.conftest import DevServer
+
+#: ``token=ROOT`` for ``dev_call``: the dev server's root token.
+ROOT = "<root>"
 
 ENVELOPE_KEYS = {
     "request_id",
@@ -84,6 +90,40 @@ async def call(
     ) as response:
         raw = await response.read()
         return Reply(method, path, response.status, response.headers, raw)
+
+
+async def dev_call(
+    dev: DevServer,
+    method: str,
+    path: str,
+    body: Any = None,
+    token: str | None = ROOT,
+    *,
+    wrap: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """``/v1/<path>`` with ``token`` (none when empty); the status and JSON body ({} if empty)."""
+    sent = dict(headers or {})
+    if token == ROOT:
+        sent.update(dev.auth)
+    elif token:
+        sent["X-Service-Token"] = token
+    if wrap is not None:
+        sent["X-Service-Wrap-TTL"] = wrap
+    resp = await dev.client.request(method, f"/v1/{path}", json=body, headers=sent)
+    text = await resp.text()
+    return resp.status, (json.loads(text) if text else {})
+
+
+async def token_with(dev: DevServer, **policies: str) -> str:
+    """A fresh token holding the given ``name=text`` policies (plus default)."""
+    for name, text in policies.items():
+        status, body = await dev_call(dev, "PUT", f"sys/policies/acl/{name}", {"policy": text})
+        assert status == 204, body
+    status, body = await dev_call(dev, "POST", "auth/token/create", {"policies": list(policies)})
+    assert status == 200, body
+    token: str = body["auth"]["client_token"]
+    return token
 
 
 def assert_error(reply: Reply, status: int, fragment: str = "") -> list[str]:

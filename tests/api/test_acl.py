@@ -6,50 +6,22 @@ Denials are 403 with ``{"errors": ["permission denied"]}``, as the reference.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.api.helpers import ROOT, token_with
+from tests.api.helpers import dev_call as call
+
 if TYPE_CHECKING:
     from tests.conftest import DevServer
 
-ROOT = "<root>"
 DENIED = {"errors": ["permission denied"]}
-
-
-async def call(
-    dev: DevServer,
-    method: str,
-    path: str,
-    body: Any = None,
-    token: str | None = ROOT,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, Any]]:
-    sent = dict(headers or {})
-    if token == ROOT:
-        sent.update(dev.auth)
-    elif token:
-        sent["X-Service-Token"] = token
-    resp = await dev.client.request(method, f"/v1/{path}", json=body, headers=sent)
-    text = await resp.text()
-    return resp.status, (json.loads(text) if text else {})
 
 
 def rule(path: str, *caps: str, extra: str = "") -> str:
     quoted = ", ".join(f'"{c}"' for c in caps)
     return f'path "{path}" {{\n  capabilities = [{quoted}]\n  {extra}\n}}\n'
-
-
-async def token_with(dev: DevServer, **policies: str) -> str:
-    """A fresh token holding the given ``name=text`` policies (plus default)."""
-    for name, text in policies.items():
-        status, body = await call(dev, "PUT", f"sys/policies/acl/{name}", {"policy": text})
-        assert status == 204, body
-    status, body = await call(dev, "POST", "auth/token/create", {"policies": list(policies)})
-    assert status == 200, body
-    token: str = body["auth"]["client_token"]
-    return token
 
 
 async def kv_put(dev: DevServer, path: str, data: dict[str, Any], token: str = ROOT) -> int:

@@ -14,6 +14,7 @@ from node.framework import Field, FieldType, FrameworkBackend, Path
 from node.framework.openapi import DocumentBuilder, render_pattern
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from tests.api.helpers import token_with
 
 if TYPE_CHECKING:
     from tests.conftest import DevServer
@@ -36,12 +37,7 @@ async def call(
 
 
 async def restricted_token(dev: DevServer, policy: str) -> str:
-    status, body = await call(dev, "PUT", "sys/policies/acl/limited", {"policy": policy})
-    assert status == 204, body
-    status, body = await call(dev, "POST", "auth/token/create", {"policies": ["limited"]})
-    assert status == 200, body
-    token: str = body["auth"]["client_token"]
-    return token
+    return await token_with(dev, limited=policy)
 
 
 def operation_ids(doc: dict[str, Any]) -> list[str]:

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.api import helpers
+from tests.api.helpers import dev_call as call
+
 if TYPE_CHECKING:
     from tests.conftest import DevServer
 
-ROOT = "<root>"
 DENIED = {"errors": ["permission denied"]}
 ENTRY_FIELDS = {"type", "description", "accessor", "config", "options", "local", "seal_wrap"}
-
-
-async def call(
-    dev: DevServer, method: str, path: str, body: Any = None, token: str | None = ROOT
-) -> tuple[int, dict[str, Any]]:
-    headers = dict(dev.auth) if token == ROOT else ({"X-Service-Token": token} if token else {})
-    resp = await dev.client.request(method, f"/v1/{path}", json=body, headers=headers)
-    text = await resp.text()
-    return resp.status, (json.loads(text) if text else {})
 
 
 def assert_error(status: int, body: dict[str, Any], expected: int, contains: str = "") -> None:
@@ -37,12 +29,7 @@ async def enable(dev: DevServer, path: str, **body: Any) -> None:
 
 
 async def token_with(dev: DevServer, policy: str) -> str:
-    status, body = await call(dev, "PUT", "sys/policies/acl/p", {"policy": policy})
-    assert status == 204, body
-    status, body = await call(dev, "POST", "auth/token/create", {"policies": ["p"]})
-    assert status == 200, body
-    token: str = body["auth"]["client_token"]
-    return token
+    return await helpers.token_with(dev, p=policy)
 
 
 async def mount_keys(dev: DevServer, uuid: str) -> list[str]:

@@ -7,25 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.api.helpers import dev_call as call
+
 if TYPE_CHECKING:
     from tests.conftest import DevServer
 
-ROOT = "<root>"
 DENIED = {"errors": ["permission denied"]}
 WEB = 'path "secret/data/web/*" {\n  capabilities = ["read", "list"]\n}\n'
-
-
-async def call(
-    dev: DevServer,
-    method: str,
-    path: str,
-    body: Any = None,
-    token: str | None = ROOT,
-) -> tuple[int, dict[str, Any]]:
-    headers = dict(dev.auth) if token == ROOT else ({"X-Service-Token": token} if token else {})
-    resp = await dev.client.request(method, f"/v1/{path}", json=body, headers=headers)
-    text = await resp.text()
-    return resp.status, (json.loads(text) if text else {})
 
 
 def assert_error(status: int, body: dict[str, Any], expected: int, *parts: str) -> None:

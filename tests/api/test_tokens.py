@@ -4,7 +4,6 @@ revocation trees, batch tokens, roles, expiry and storage hygiene."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -12,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from node.errors import StorageError
+from tests.api.helpers import ROOT
+from tests.api.helpers import dev_call as call
 
 if TYPE_CHECKING:
     from tests.conftest import DevServer
 
-ROOT = "<root>"
 AUTH_FIELDS = {
     "client_token",
     "accessor",
@@ -31,24 +31,6 @@ AUTH_FIELDS = {
     "orphan",
 }
 DENIED = {"errors": ["permission denied"]}
-
-
-async def call(
-    dev: DevServer,
-    method: str,
-    path: str,
-    body: Any = None,
-    token: str | None = ROOT,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, Any]]:
-    sent = dict(headers or {})
-    if token == ROOT:
-        sent.update(dev.auth)
-    elif token:
-        sent["X-Service-Token"] = token
-    resp = await dev.client.request(method, f"/v1/{path}", json=body, headers=sent)
-    text = await resp.text()
-    return resp.status, (json.loads(text) if text else {})
 
 
 def assert_error(status: int, body: dict[str, Any], expected: int, contains: str = "") -> None:

@@ -4,39 +4,18 @@ single use under concurrency, wrap/lookup/rewrap, TTL header forms and expiry.""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.api.helpers import dev_call as call
+
 if TYPE_CHECKING:
     from tests.conftest import DevServer
 
-ROOT = "<root>"
 INVALID = "wrapping token is not valid or does not exist"
-
-
-async def call(
-    dev: DevServer,
-    method: str,
-    path: str,
-    body: Any = None,
-    token: str | None = ROOT,
-    wrap: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, Any]]:
-    sent = dict(headers or {})
-    if token == ROOT:
-        sent.update(dev.auth)
-    elif token:
-        sent["X-Service-Token"] = token
-    if wrap is not None:
-        sent["X-Service-Wrap-TTL"] = wrap
-    resp = await dev.client.request(method, f"/v1/{path}", json=body, headers=sent)
-    text = await resp.text()
-    return resp.status, (json.loads(text) if text else {})
 
 
 def assert_invalid(status: int, body: dict[str, Any]) -> None:

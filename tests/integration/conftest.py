@@ -60,6 +60,17 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def no_proxy_env() -> dict[str, str]:
+    """For a client child process (the CLI): no Coffer/Vault settings, no proxies."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("COFFER_", "VAULT_")) and not k.lower().endswith("_proxy")
+    }
+    env["NO_PROXY"] = "*"
+    return env
+
+
 @dataclass
 class HttpResponse:
     status: int
@@ -170,10 +181,10 @@ class ServerProcess:
             self.wait_ready(timeout)
         return self
 
-    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        """Poll ``sys/health`` until the server answers with any status."""
+    def wait_ready(self, timeout: float = READY_TIMEOUT, *, healthy: bool = False) -> None:
+        """Poll ``sys/health`` until the server answers with any status (200 if ``healthy``)."""
         deadline = time.monotonic() + timeout
-        last: BaseException | None = None
+        last: BaseException | HttpResponse | None = None
         while time.monotonic() < deadline:
             assert self.proc is not None
             if self.proc.poll() is not None:
@@ -182,12 +193,13 @@ class ServerProcess:
                     f"{self.stderr_text()[-4000:]}"
                 )
             try:
-                self.request("GET", "/v1/sys/health", timeout=2)
-                return
+                last = self.request("GET", "/v1/sys/health", timeout=2)
+                if not healthy or last.status == 200:
+                    return
             except (OSError, http.client.HTTPException) as exc:
                 last = exc
-                time.sleep(0.05)
-        raise AssertionError(f"{self.name} not ready after {timeout}s (last error: {last!r})")
+            time.sleep(0.05)
+        raise AssertionError(f"{self.name} not ready after {timeout}s (last: {last!r})")
 
     def send_signal(self, sig: int) -> None:
         assert self.running, "not running"
@@ -460,5 +472,18 @@ def coffer(tmp_path: Path) -> Iterator[CofferFactory]:
     factory = CofferFactory(tmp_path)
     try:
         yield factory
+    finally:
+        factory.cleanup()
+
+
+@contextlib.contextmanager
+def module_dev_server(logdir: Path, root_token: str) -> Iterator[ServerProcess]:
+    """A ``coffer server -dev`` for a module-scoped fixture: active (health 200) when
+    yielded, stopped afterwards."""
+    factory = CofferFactory(logdir)
+    try:
+        server = factory.dev_server(root_token).start(wait=False)
+        server.wait_ready(healthy=True)
+        yield server
     finally:
         factory.cleanup()

@@ -13,15 +13,9 @@ test that needs one is then marked xfail, with the reason.
 
 from __future__ import annotations
 
-import http.client
 import json
-import os
-import signal
-import socket
 import stat
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,112 +23,23 @@ from typing import Any
 
 import pytest
 
+from tests.integration.conftest import (
+    ServerProcess,
+    coffer_command,
+    module_dev_server,
+    no_proxy_env,
+)
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 ROOT = "root"
-READY_TIMEOUT = 30.0
 CLI_TIMEOUT = 30.0
 
 
-def coffer_command() -> list[str]:
-    script = Path(sys.executable).with_name("coffer")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "api.entrypoint"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def base_env() -> dict[str, str]:
-    """The test's environment without Coffer/Vault settings or proxies."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("COFFER_", "VAULT_")) and not k.lower().endswith("_proxy")
-    }
-    env["NO_PROXY"] = "*"
-    return env
-
-
-@dataclass
-class DevServer:
-    proc: subprocess.Popen[bytes]
-    port: int
-    stderr_path: Path
-
-    @property
-    def address(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def log_tail(self) -> str:
-        try:
-            return self.stderr_path.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
-
-
-def _health(port: int) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-    try:
-        conn.request("GET", "/v1/sys/health")
-        response = conn.getresponse()
-        response.read()
-        return response.status
-    finally:
-        conn.close()
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    else:
-        proc.wait()
-
-
 @pytest.fixture(scope="module")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    logs = tmp_path_factory.mktemp("cli-e2e-server")
-    port = free_port()
-    with (logs / "stdout").open("wb") as out, (logs / "stderr").open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                *coffer_command(),
-                "server",
-                "-dev",
-                f"-dev-listen-address=127.0.0.1:{port}",
-                f"-dev-root-token-id={ROOT}",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env={**base_env(), "PYTHONUNBUFFERED": "1"},
-            start_new_session=True,
-        )
-    server = DevServer(proc, port, logs / "stderr")
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        status = 0
-        while status != 200:
-            if proc.poll() is not None:
-                pytest.fail(f"dev server exited with {proc.returncode}:\n{server.log_tail()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"dev server not healthy after {READY_TIMEOUT}s:\n{server.log_tail()}")
-            try:
-                status = _health(port)
-            except (OSError, http.client.HTTPException):
-                status = 0
-            if status != 200:
-                time.sleep(0.05)
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    with module_dev_server(tmp_path_factory.mktemp("cli-e2e-server"), ROOT) as server:
         yield server
-    finally:
-        _stop(proc)
 
 
 @dataclass
@@ -156,12 +61,12 @@ class Result:
 class Cli:
     """Runs ``coffer`` against the dev server with an isolated HOME."""
 
-    def __init__(self, server: DevServer, home: Path) -> None:
+    def __init__(self, server: ServerProcess, home: Path) -> None:
         self.server = server
         self.home = home
 
     def __call__(self, *args: str, token: str | None = ROOT, stdin: str | None = None) -> Result:
-        env = {**base_env(), "COFFER_ADDR": self.server.address, "HOME": str(self.home)}
+        env = {**no_proxy_env(), "COFFER_ADDR": self.server.base_url, "HOME": str(self.home)}
         if token is not None:
             env["COFFER_TOKEN"] = token
         proc = subprocess.run(
@@ -177,7 +82,7 @@ class Cli:
 
     def ok(self, *args: str, token: str | None = ROOT, stdin: str | None = None) -> Result:
         result = self(*args, token=token, stdin=stdin)
-        assert result.code == 0, f"{result}\nserver log:\n{self.server.log_tail()}"
+        assert result.code == 0, f"{result}\nserver log:\n{self.server.stderr_text()[-3000:]}"
         return result
 
     def fails(self, code: int, *args: str, token: str | None = ROOT) -> Result:
@@ -187,7 +92,7 @@ class Cli:
 
 
 @pytest.fixture
-def cli(dev: DevServer, tmp_path: Path) -> Cli:
+def cli(dev: ServerProcess, tmp_path: Path) -> Cli:
     home = tmp_path / "home"
     home.mkdir()
     return Cli(dev, home)

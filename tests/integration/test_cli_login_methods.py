@@ -10,13 +10,8 @@ is not a terminal (a terminal gets a hidden prompt), which the piped test uses.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import stat
 import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -26,35 +21,15 @@ from typing import Any
 
 import pytest
 
+from tests.integration.conftest import coffer_command, module_dev_server, no_proxy_env
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 ROOT = "root"
 ALICE_PASSWORD = "alice's long passphrase"
 BOB_PASSWORD = "bob-pw-2"
-READY_TIMEOUT = 30.0
 CLI_TIMEOUT = 30.0
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def coffer_command() -> list[str]:
-    script = Path(sys.executable).with_name("coffer")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "api.entrypoint"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def base_env() -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("COFFER_", "VAULT_")) and not k.lower().endswith("_proxy")
-    }
-    env["NO_PROXY"] = "*"
-    return env
 
 
 @dataclass
@@ -90,61 +65,14 @@ class Server:
             return ""
 
 
-def _wait_healthy(proc: subprocess.Popen[bytes], server: Server) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"dev server exited with {proc.returncode}:\n{server.log_tail()}")
-        try:
-            if server.api("GET", "sys/health", token=None)[0] == 200:
-                return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            pytest.fail(f"dev server not healthy after {READY_TIMEOUT}s:\n{server.log_tail()}")
-        time.sleep(0.05)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    else:
-        proc.wait()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A dev server with userpass at ``userpass/`` (alice) and ``people/`` (bob)."""
     logs = tmp_path_factory.mktemp("login-methods-server")
-    port = free_port()
-    command = [
-        *coffer_command(),
-        "server",
-        "-dev",
-        f"-dev-listen-address=127.0.0.1:{port}",
-        f"-dev-root-token-id={ROOT}",
-    ]
-    with (logs / "stdout").open("wb") as out, (logs / "stderr").open("wb") as err:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env={**base_env(), "PYTHONUNBUFFERED": "1"},
-            start_new_session=True,
-        )
-    server = Server(f"http://127.0.0.1:{port}", logs / "stderr")
-    try:
-        _wait_healthy(proc, server)
+    with module_dev_server(logs, ROOT) as process:
+        server = Server(process.base_url, process.stderr_path)
         _set_up(server)
         yield server
-    finally:
-        _stop(proc)
 
 
 def _set_up(server: Server) -> None:
@@ -173,7 +101,7 @@ def home(tmp_path: Path) -> Path:
 
 def coffer(server: Server, home: Path, *args: str, stdin: str = "") -> Result:
     """The real CLI as a child process: no client token configured, HOME = ``home``."""
-    env = {**base_env(), "COFFER_ADDR": server.address, "HOME": str(home)}
+    env = {**no_proxy_env(), "COFFER_ADDR": server.address, "HOME": str(home)}
     proc = subprocess.run(
         [*coffer_command(), *args],
         input=stdin,

@@ -17,27 +17,20 @@ Tests marked ``xfail(strict=True)`` are incompatibilities whose fix belongs in
 from __future__ import annotations
 
 import base64
-import contextlib
-import http.client
 import json
-import os
 import re
 import secrets
-import signal
-import socket
 import string
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import hvac  # type: ignore[import-untyped]
 import hvac.adapters  # type: ignore[import-untyped]
 import hvac.exceptions  # type: ignore[import-untyped]
 import pytest
+
+from tests.integration.conftest import ServerProcess, module_dev_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -48,8 +41,6 @@ HVAC_PATCH_WARNING = (
     "ignore:The raise_on_deleted_version parameter will change its default value:DeprecationWarning"
 )
 
-READY_TIMEOUT = 30.0
-STOP_TIMEOUT = 15.0
 TOKEN_LENGTH = 28  # "hvs." + 24 characters: the length a generate-root OTP must have
 
 Connect = Callable[..., hvac.Client]
@@ -60,121 +51,40 @@ Connect = Callable[..., hvac.Client]
 
 @dataclass
 class DevServer:
-    url: str
+    process: ServerProcess
     root_token: str
     unseal_key: str
-    proc: subprocess.Popen[bytes]
-    stdout_path: Path
-    stderr_path: Path
+
+    @property
+    def url(self) -> str:
+        return self.process.base_url
 
     def logged_requests(self) -> list[tuple[str, str]]:
         """``(method, path)`` of every request the server has logged, oldest first."""
-        found = []
-        for line in self.stderr_path.read_text(encoding="utf-8", errors="replace").splitlines():
-            with contextlib.suppress(ValueError):
-                event = json.loads(line)
-                if isinstance(event, dict) and event.get("event") == "http.request":
-                    found.append((str(event["method"]), str(event["path"])))
-        return found
+        return [
+            (str(event["method"]), str(event["path"]))
+            for event in self.process.log_events()
+            if event.get("event") == "http.request"
+        ]
 
     def methods_for(self, path: str, since: int = 0) -> list[str]:
         return [m for m, p in self.logged_requests()[since:] if p == path]
 
 
-def _coffer_command() -> list[str]:
-    script = Path(sys.executable).with_name("coffer")  # .venv/bin/coffer
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "api.entrypoint"]
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _child_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COFFER_", "VAULT_", "PYTHON"))}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _health_status(port: int) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-    try:
-        conn.request("GET", "/v1/sys/health")
-        response = conn.getresponse()
-        response.read()
-        return response.status
-    finally:
-        conn.close()
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    else:
-        proc.wait()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    logdir = tmp_path_factory.mktemp("hvac-dev")
-    port = _free_port()
     root_token = "root-" + secrets.token_hex(8)
-    stdout_path, stderr_path = logdir / "server.stdout", logdir / "server.stderr"
-    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                *_coffer_command(),
-                "server",
-                "-dev",
-                f"-dev-listen-address=127.0.0.1:{port}",
-                f"-dev-root-token-id={root_token}",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=_child_env(),
-            start_new_session=True,
-        )
     # requests (under hvac) honours proxy variables; the loopback server must be direct.
     with pytest.MonkeyPatch.context() as env:
         for name in ("http_proxy", "https_proxy", "all_proxy"):
             env.delenv(name, raising=False)
             env.delenv(name.upper(), raising=False)
-        try:
-            deadline = time.monotonic() + READY_TIMEOUT
-            while True:
-                if proc.poll() is not None:
-                    stderr = stderr_path.read_text(errors="replace")[-4000:]
-                    raise AssertionError(f"server exited with {proc.returncode}:\n{stderr}")
-                with contextlib.suppress(OSError, http.client.HTTPException):
-                    if _health_status(port) == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"server not healthy after {READY_TIMEOUT}s")
-                time.sleep(0.05)
-            banner = stdout_path.read_text(encoding="utf-8")
+        with module_dev_server(tmp_path_factory.mktemp("hvac-dev"), root_token) as process:
+            banner = process.stdout_text()
             keys = re.findall(r"^Unseal Key: (\S+)$", banner, re.MULTILINE)
             assert len(keys) == 1, banner
             assert re.search(rf"^Root Token: {root_token}$", banner, re.MULTILINE), banner
-            yield DevServer(
-                url=f"http://127.0.0.1:{port}",
-                root_token=root_token,
-                unseal_key=keys[0],
-                proc=proc,
-                stdout_path=stdout_path,
-                stderr_path=stderr_path,
-            )
-        finally:
-            _stop(proc)
+            yield DevServer(process, root_token, keys[0])
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_cli_commands import FakeServer, run, serving
+from tests.unit.cli_fakes import FakeServer, run, serving
 
 META: dict[str, Any] = {
     "created_time": "2024-01-01T00:00:00Z",
@@ -43,8 +43,7 @@ METADATA_TABLE = [
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeServer]:
-    with serving(monkeypatch, tmp_path) as fake:
-        monkeypatch.setenv("COFFER_TOKEN", "root-token")
+    with serving(monkeypatch, tmp_path, token="root-token") as fake:
         yield fake
 
 

@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_cli_commands import FakeServer, run, serving
+from tests.unit.cli_fakes import FakeServer, run, serving
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeServer]:
-    with serving(monkeypatch, tmp_path) as fake:
-        monkeypatch.setenv("COFFER_TOKEN", "root-token")
+    with serving(monkeypatch, tmp_path, token="root-token") as fake:
         yield fake
 
 

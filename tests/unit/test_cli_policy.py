@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 
 from node.cli.hclfmt import HclFormatError, format_hcl
-from tests.unit.test_cli_commands import FakeServer, isolate_env, run, serving
+from tests.unit.cli_fakes import FakeServer, isolate_env, run, serving
 
 POLICY = 'path "secret/data/app/*" {\n  capabilities = ["read", "list"]\n}\n'
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeServer]:
-    with serving(monkeypatch, tmp_path) as fake:
-        monkeypatch.setenv("COFFER_TOKEN", "root-token")
+    with serving(monkeypatch, tmp_path, token="root-token") as fake:
         yield fake
 
 

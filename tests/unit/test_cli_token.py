@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_cli_commands import FakeServer, Terminal, run, serving
+from tests.unit.cli_fakes import FakeServer, Terminal, run, serving
 
 AUTH: dict[str, Any] = {
     "request_id": "r-1",
@@ -65,8 +65,7 @@ WRAP_INFO = {
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeServer]:
-    with serving(monkeypatch, tmp_path) as fake:
-        monkeypatch.setenv("COFFER_TOKEN", "root-token")
+    with serving(monkeypatch, tmp_path, token="root-token") as fake:
         yield fake
 
 
