@@ -264,7 +264,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         reply = error_response(503, ["this node is not the active node"])
         reply.headers[NOT_ACTIVE] = "1"
         return reply
-    if state.performance_standby and await _serves_locally(request, core):
+    if state.performance_standby and state.caught_up and await _serves_locally(request, core):
         return await handler(request)
     if not state.leader_api_addr:
         raise NoActiveNodeError()

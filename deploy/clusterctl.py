@@ -371,24 +371,43 @@ class ComposeCluster:
                 return service
         return None
 
+    def leader_view(self, service: str, timeout: float = 3.0) -> dict[str, Any]:
+        """``sys/leader`` as ``service`` itself answers it (never forwarded)."""
+        reply = self.node_request(service, "GET", "/v1/sys/leader", timeout=timeout)
+        doc = reply.json()
+        if reply.status != 200 or not isinstance(doc, dict):
+            raise ClusterError(f"{service}: sys/leader answered {reply.status}")
+        return doc
+
     def wait_ready(self, timeout: float = 120.0, nodes: Iterable[str] = NODES) -> dict[str, Any]:
-        """Every node unsealed and a Raft voter, and HAProxy writing to the active node."""
-        wanted = set(nodes)
+        """The cluster is whole again: every node unsealed, a Raft voter, following the
+        active node and caught up with it (applied what it had committed), and HAProxy
+        sending writes to that active node."""
+        wanted = sorted(set(nodes))
 
         def ready() -> dict[str, Any] | None:
             for service in wanted:
                 if self.seal_status(service).get("sealed", True):
                     return None
-            servers = self.raft_servers()
-            members = {s["node_id"] for s in servers}
-            if not wanted <= members:
-                return None
             active = self.lb_active()
             if active is None or self.health(active) != 200:
                 return None
-            return {"active": active, "servers": servers}
+            leader = self.leader_view(active)
+            if not leader.get("is_self"):
+                return None
+            target = int(leader.get("raft_committed_index", 0))
+            for service in wanted:
+                view = self.leader_view(service)
+                if view.get("leader_address") != leader.get("leader_address"):
+                    return None
+                if int(view.get("raft_applied_index", 0)) < target:
+                    return None
+            servers = self.raft_servers()
+            if not set(wanted) <= {s["node_id"] for s in servers}:
+                return None
+            return {"active": active, "servers": servers, "index": target}
 
-        return wait_until("the cluster to be ready", ready, timeout)
+        return wait_until("the cluster to be ready", ready, timeout, interval=0.25)
 
     def up(self, *, build: bool = True) -> dict[str, Any]:
         if build:

@@ -40,6 +40,7 @@ from node.errors import (
     CofferError,
     InvalidRequestError,
     SealedError,
+    StorageError,
 )
 from node.outbound import HttpClient
 from node.seal.config import SEAL_CONFIG_PATH
@@ -64,6 +65,10 @@ class ClusterSettings:
     unseal_wait: float = 3.0
     #: How long a joiner waits for the leader to add it and send the keyring.
     join_wait: float = 30.0
+
+
+#: Marker keys a node writes after it comes up, to know it has caught up.
+SYNC_PREFIX = "core/raft/sync/"
 
 
 class Cluster:
@@ -122,6 +127,7 @@ class Cluster:
             leader_api_addr=record.api_addr if record else "",
             leader_cluster_addr=leader.address if leader else "",
             active_time=self.watcher.active_since if active else 0.0,
+            caught_up=active or self.watcher.caught_up,
             committed_index=replica.committed_index(),
             applied_index=replica.applied_index(),
         )
@@ -268,6 +274,15 @@ class Cluster:
 
     async def publish_self(self) -> None:
         await self.registry.publish(self._self_record())
+
+    async def sync_point(self) -> None:
+        """Write a marker through Raft and wait until this replica applied it."""
+        replica = self.replica
+        if replica is None:
+            raise StorageError("no replica")
+        key = f"{SYNC_PREFIX}{self.settings.node_id}"
+        index = await self.storage.put(key, str(time.time()).encode())
+        await replica.wait_for_index(index, 10.0)
 
     async def remove_peer(self, server_id: str) -> None:
         replica = self._leader_replica()

@@ -37,6 +37,8 @@ class HAState:
     active_time: float = 0.0
     committed_index: int = 0
     applied_index: int = 0
+    #: A standby has applied a write committed after it came up (see ``Watcher``).
+    caught_up: bool = True
 
     @property
     def standby(self) -> bool:

@@ -38,6 +38,9 @@ class Watcher:
         self._cluster = cluster
         self.active = False
         self.active_since = 0.0
+        #: Set once this replica has applied a write made after it came up, so a
+        #: restarted standby never serves its pre-crash state as current.
+        self.caught_up = False
         #: Peer cluster address -> when (monotonic) it was last seen connected.
         self.last_seen: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
@@ -55,6 +58,7 @@ class Watcher:
             pending.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._side.clear()
+        self.caught_up = False
         await self._set_active(False)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
@@ -67,6 +71,7 @@ class Watcher:
         leaderless_since: float | None = None
         next_ask = 0.0
         self._spawn(self._publish(), "cluster-publish")
+        self._spawn(self._catch_up(), "cluster-catch-up")
         while True:
             await asyncio.sleep(_TICK)
             replica = cluster.storage.replica
@@ -118,6 +123,20 @@ class Watcher:
                 log.warning(
                     "cannot publish this node's address yet",
                     extra={"event": "cluster.publish_failed", "error": str(exc)},
+                )
+            await asyncio.sleep(_PUBLISH_RETRY)
+
+    async def _catch_up(self) -> None:
+        """Commit a marker through the leader and wait to apply it locally."""
+        while True:
+            try:
+                await self._cluster.sync_point()
+                self.caught_up = True
+                return
+            except CofferError as exc:
+                log.warning(
+                    "not caught up with the cluster yet",
+                    extra={"event": "cluster.catch_up_failed", "error": str(exc)},
                 )
             await asyncio.sleep(_PUBLISH_RETRY)
 
