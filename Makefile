@@ -72,4 +72,4 @@ cluster-down:
 	$(PYTHON) deploy/clusterctl.py -p $(COFFER_PROJECT) down
 
 chaos: $(STAMP)
-	PYTHON=$(BIN)/python $(BIN)/python -m chaos.compose $(CHAOS_ARGS)
+	CHAOS_COMMAND="make chaos" PYTHON=$(BIN)/python $(BIN)/python -m chaos.compose $(CHAOS_ARGS)

@@ -102,16 +102,16 @@ class LoadResult:
             "server_peak_rss_mib": [round(k / 1024, 1) for k in self.server_peak_rss_kib],
             "server_rss_mib": [round(k / 1024, 1) for k in self.server_rss_kib],
             "client_cpu_s": round(self.client_cpu_s, 2),
-            # Busy CPU of everything else on the machine (another job skews a run).
-            "other_cpu_pct": round(
-                100
-                * max(0.0, self.machine_busy_s - self.server_cpu_s - self.client_cpu_s)
-                / self.seconds,
-                1,
-            )
-            if self.seconds
-            else 0.0,
+            "other_cpu_pct": round(self.other_cpu_pct, 1),
         }
+
+    @property
+    def other_cpu_pct(self) -> float:
+        """Busy CPU of everything else on the machine (another job skews a run)."""
+        if not self.seconds:
+            return 0.0
+        other = self.machine_busy_s - self.server_cpu_s - self.client_cpu_s
+        return 100 * max(0.0, other) / self.seconds
 
 
 def _client_cpu() -> float:

@@ -30,6 +30,7 @@ from bench.coffer_targets import CofferCluster, CofferSingle, ServeFlags
 from bench.loadgen import LoadResult, run_load
 from bench.procs import wait_until
 from bench.profiling import summarise_collapsed
+from bench.quiet import wait_for_quiet
 from bench.targets import Target
 from bench.workloads import workload
 
@@ -66,6 +67,7 @@ def py_spy_profile(
     with make() as target:
         op = asyncio.run(_prepare(target, view, name, concurrency))
         pid = _server_pid(target)
+        asyncio.run(wait_for_quiet(target.pids(), 25.0, 60.0))
         raw = target.workdir / f"py-spy-{name}.txt"
         argv = [_py_spy(), "record", "-p", str(pid), "-r", str(RATE), "-f", "raw"]
         argv += ["-d", str(int(seconds)), "-o", str(raw)]

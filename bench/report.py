@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench import tables
 
-__all__ = ["render_blocks", "replace_block", "update_docs"]
+__all__ = ["main", "render_blocks", "replace_block", "update_docs"]
 
 Record = dict[str, Any]
 
@@ -28,13 +28,15 @@ def replace_block(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body.rstrip("\n") + "\n" + m.group(2), text)
 
 
-def _meta_block(meta: dict[str, Any], records: Iterable[Record]) -> str:
+def _meta_block(meta: dict[str, Any], records: list[Record]) -> str:
     m = meta["machine"]
     versions = {
         r["target"]: r["target_info"].get("version") for r in records if r.get("target_info")
     }
+    stamps = sorted(str(r["time"]) for r in records if r.get("time"))
+    when = f"{stamps[0]} to {stamps[-1][11:]}" if stamps else time.strftime("%Y-%m-%dT%H:%M")
     lines = [
-        f"- Run: `{meta['command']}` on {time.strftime('%Y-%m-%d %H:%M %Z')}",
+        f"- Run: `{meta['command']}`, {when} (local time)",
         f"- Machine: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}, Python {m['python']}",
     ]
     etcd = next((v for k, v in versions.items() if k.startswith("etcd") and v), None)
@@ -77,3 +79,35 @@ def update_docs(path: Path, records: list[Record], meta: dict[str, Any]) -> None
         text = replace_block(text, name, body)
     path.write_text(text)
     print(f"updated {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Re-render the docs from saved results, without measuring again."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="bench.report")
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--results", required=True, help="a JSON-lines file from bench.run")
+    parser.add_argument("--docs", default="docs/performance.md")
+    args = parser.parse_args(argv)
+    records: list[Record] = []
+    meta: dict[str, Any] | None = None
+    with open(args.results) as handle:
+        for line in handle:
+            record = json.loads(line)
+            if "meta" in record:
+                meta = record["meta"]
+            else:
+                records.append(record)
+    if meta is None:
+        from bench.run import machine
+
+        command = f"python -m bench.run --suite {args.suite} --out {args.results} --update-docs"
+        meta = {"suite": args.suite, "machine": machine(), "command": command}
+    update_docs(Path(args.docs), records, meta)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -71,8 +71,9 @@ async def _least_disturbed(
     """Measure; while other processes disturbed the window, wait for quiet and measure
     again (up to ``retries`` times). The least disturbed result is kept."""
     best: LoadResult | None = None
-    attempt = 0
-    for attempt in range(1, retries + 2):
+    attempts = 0
+    while attempts <= retries:
+        attempts += 1
         target.check_alive()
         if quiet[1] > 0:
             await wait_for_quiet(target.pids(), *quiet)
@@ -84,7 +85,7 @@ async def _least_disturbed(
         if result.other_cpu_pct <= DISTURBED_PCT:
             break
     assert best is not None
-    return best, attempt
+    return best, attempts
 
 
 async def measure_step(
@@ -197,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
     command = "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:])
     meta = {"suite": args.suite, "machine": machine(), "command": command.strip()}
+    if out is not None:
+        with out.open("a") as handle:
+            handle.write(json.dumps({"meta": meta}) + "\n")
     if args.suite == "profile":
         from bench.profile_suite import run_profiles
 

@@ -54,6 +54,12 @@ def _rss(record: Record) -> str:
     return " / ".join(fmt(v, 0) for v in record.get("server_peak_rss_mib", []))
 
 
+def _cpu_per_op_us(record: Record) -> float | None:
+    """Server CPU time per operation: less sensitive to other load than ops/s."""
+    ops = record.get("ops") or 0
+    return 1e6 * record["server_cpu_s"] / ops if ops else None
+
+
 def _row(record: Record, first: str) -> list[str]:
     return [
         first,
@@ -67,6 +73,7 @@ def _row(record: Record, first: str) -> list[str]:
         fmt(record["max_ms"], 1),
         _errors(record),
         fmt(record["server_cpu_pct"], 0),
+        fmt(_cpu_per_op_us(record), 0),
         fmt(100 * record["client_cpu_s"] / record["seconds"], 0),
         fmt(record.get("other_cpu_pct"), 0),
         _rss(record),
@@ -85,6 +92,7 @@ _HEADER = [
     "max ms",
     "errors",
     "server CPU %",
+    "server CPU µs/op",
     "client CPU %",
     "other CPU %",
     "peak RSS MiB",

@@ -270,11 +270,13 @@ def check(
 
         # One version, one value: a version seen with two values was handed out twice.
         seen: dict[int, tuple[int | None, Op]] = {}
+        conflicted: set[int] = set()
         for op in sorted((*acked, *reads.get(key, [])), key=lambda op: op.end):
-            if op.version is None or not op.ok:
+            if op.version is None or not op.ok or op.version in conflicted:
                 continue
             first = seen.setdefault(op.version, (op.value, op))
             if first[0] != op.value:
+                conflicted.add(op.version)
                 report.lost += 1
                 find(
                     "lost",

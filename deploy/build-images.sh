@@ -40,6 +40,15 @@ for arg in "$@"; do
 done
 
 log() { printf '[images] %s\n' "$*" >&2; }
+# Run a noisy command; show its output only if it fails.
+quiet() {
+  local out
+  if ! out=$("$@" 2>&1); then
+    printf '%s\n' "$out" >&2
+    echo "build-images.sh: failed: $*" >&2
+    exit 1
+  fi
+}
 started=$SECONDS
 
 targets=(base haproxy)
@@ -75,8 +84,9 @@ deps_key=$(printf '%s\n%s\n' "$requirements" "$("$PYTHON" -c 'import sys; print(
 if [[ "$(cat "$WHEELS/deps/.key" 2>/dev/null)" != "$deps_key" ]]; then
   log "building dependency wheels"
   rm -f "$WHEELS"/deps/*.whl "$WHEELS/deps/.key"
-  "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --prefer-binary \
-    --wheel-dir "$WHEELS/deps" -r <(printf '%s\n' "$requirements")
+  printf '%s\n' "$requirements" >"$WHEELS/requirements.txt"
+  quiet "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --prefer-binary \
+    --wheel-dir "$WHEELS/deps" -r "$WHEELS/requirements.txt"
   echo "$deps_key" >"$WHEELS/deps/.key"
 else
   log "dependency wheels are current"
@@ -88,7 +98,7 @@ tar -c --exclude=__pycache__ --exclude='*.pyc' pyproject.toml README.md node api
   tar -x -C "$src"
 rm -f "$WHEELS"/app/*.whl
 # 1980-01-01: the earliest zip timestamp, so the same sources give the same bytes.
-SOURCE_DATE_EPOCH=315532800 "$PYTHON" -m pip wheel --quiet --disable-pip-version-check \
+SOURCE_DATE_EPOCH=315532800 quiet "$PYTHON" -m pip wheel --quiet --disable-pip-version-check \
   --no-deps --wheel-dir "$WHEELS/app" "$src"
 log "wheels ready in $((SECONDS - mark))s"
 mark=$SECONDS
@@ -97,11 +107,12 @@ mark=$SECONDS
 build() {
   local tag=$1 base=$2
   log "docker build $tag (on $base)"
-  docker build --quiet --force-rm --build-arg "BASE=$base" -f deploy/Dockerfile -t "$tag" deploy >/dev/null
+  quiet docker build --quiet --force-rm --build-arg "BASE=$base" -f deploy/Dockerfile -t "$tag" deploy
 }
 build "$COFFER_IMAGE" "$BASE_IMAGE"
 ((hsm)) && build "$COFFER_IMAGE-hsm" "$HSM_BASE_IMAGE"
 log "docker build $COFFER_LB_IMAGE"
-docker build --quiet --force-rm -t "$COFFER_LB_IMAGE" deploy/haproxy >/dev/null
-log "images built in $((SECONDS - mark))s (total $((SECONDS - started))s):" \
-  "$COFFER_IMAGE $COFFER_LB_IMAGE"
+quiet docker build --quiet --force-rm -t "$COFFER_LB_IMAGE" deploy/haproxy
+built="$COFFER_IMAGE $COFFER_LB_IMAGE"
+((hsm)) && built+=" $COFFER_IMAGE-hsm"
+log "images built in $((SECONDS - mark))s (total $((SECONDS - started))s): $built"

@@ -19,6 +19,7 @@ import csv
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -33,9 +34,11 @@ from typing import Any, TypeVar
 __all__ = [
     "COMPOSE_FILE",
     "NODES",
+    "PORT_VARIABLES",
     "ClusterError",
     "ComposeCluster",
     "HttpReply",
+    "free_port_env",
     "http_request",
     "main",
 ]
@@ -47,6 +50,14 @@ NODES = ("node1", "node2", "node3")
 LB = "lb"
 DEFAULT_PROJECT = "coffer"
 KEY_SHARES, KEY_THRESHOLD = 5, 3
+#: The compose variables that choose the host ports (all on 127.0.0.1).
+PORT_VARIABLES = (
+    "COFFER_LB_PORT",
+    "COFFER_LB_STATS_PORT",
+    "COFFER_NODE1_PORT",
+    "COFFER_NODE2_PORT",
+    "COFFER_NODE3_PORT",
+)
 
 T = TypeVar("T")
 
@@ -117,6 +128,21 @@ def wait_until(
         if time.monotonic() > deadline:
             raise ClusterError(f"timed out after {timeout:g}s waiting for {what} {last_error}")
         time.sleep(interval)
+
+
+def free_port_env() -> dict[str, str]:
+    """Free 127.0.0.1 ports for every published port, as compose variables."""
+    sockets = []
+    try:
+        for _ in PORT_VARIABLES:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        ports = [str(sock.getsockname()[1]) for sock in sockets]
+        return dict(zip(PORT_VARIABLES, ports, strict=True))
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def log(message: str) -> None:

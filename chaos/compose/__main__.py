@@ -14,41 +14,16 @@ import argparse
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from chaos.compose.scenarios import SCENARIOS, RunSettings, ScenarioResult, run_scenario
-from deploy.clusterctl import NODES, STATE_DIR, ClusterError, ComposeCluster
+from deploy.clusterctl import NODES, STATE_DIR, ClusterError, ComposeCluster, free_port_env
 
 ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- chaos-results:start -->", "<!-- chaos-results:end -->"
-PORT_VARIABLES = (
-    "COFFER_LB_PORT",
-    "COFFER_LB_STATS_PORT",
-    "COFFER_NODE1_PORT",
-    "COFFER_NODE2_PORT",
-    "COFFER_NODE3_PORT",
-)
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def port_env() -> dict[str, str]:
-    return dict(zip(PORT_VARIABLES, map(str, free_ports(len(PORT_VARIABLES))), strict=True))
 
 
 def is_running(cluster: ComposeCluster) -> bool:
@@ -74,22 +49,25 @@ def results_markdown(results: list[ScenarioResult], command: str, settings: RunS
         f"{settings.readers} readers on {settings.keys} keys.",
         "",
         "```sh",
+        *([f"{os.environ['CHAOS_COMMAND']}   # runs:"] if os.environ.get("CHAOS_COMMAND") else []),
         command,
         "```",
         "",
-        "| scenario | ops | acked writes | indeterminate | lost | regressions | "
+        "| scenario | ops | acked writes | indeterminate | lost | regressions | late writes | "
         "stale any-node reads | longest without a write | first write after fault | "
         "recovered after | nodes back | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         rep = r.report
         first = f"{r.first_write_after_fault:.2f} s" if r.first_write_after_fault else "—"
         recovered = f"{r.recovery_seconds:.1f} s" if r.recovery_seconds is not None else "—"
         stale = f"{rep.stale_reads} (≤ {rep.max_staleness:.2f} s)" if rep.stale_reads else "0"
+        late = f"{rep.late_writes} (≤ {rep.max_late_delay:.1f} s)" if rep.late_writes else "0"
         lines.append(
             f"| {r.scenario} | {rep.operations} | {rep.acknowledged} | {rep.indeterminate} | "
-            f"{rep.lost} | {rep.regressions} | {stale} | {rep.unavailable_seconds:.2f} s | "
+            f"{rep.lost} | {rep.regressions} | {late} | {stale} | "
+            f"{rep.unavailable_seconds:.2f} s | "
             f"{first} | {recovered} | {'yes' if r.nodes_back else 'no'} | "
             f"{'OK' if r.ok else 'FAILED'} |"
         )
@@ -147,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[ScenarioResult] = []
     try:
         if args.up and not is_running(cluster):
-            cluster.env = port_env()
+            cluster.env = free_port_env()
             ready = cluster.up(build=not args.no_build)
             print(cluster.summary(ready), flush=True)
         for name in names:

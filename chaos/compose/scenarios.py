@@ -192,9 +192,9 @@ def rolling_restart(run: Run) -> None:
 def full_restart(run: Run) -> None:
     """Stop all three nodes at once, start them again, unseal them all."""
     containers = [run.container(service) for service in NODES]
-    run.fault("stop-all")
+    run.event("stop-all")
     run.docker("stop", "--time", "20", *containers)
-    run.event("stopped-all")
+    run.fault("stopped-all")
     run.docker("start", *containers)
     run.event("started-all")
     run.recover(list(NODES))

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.compose.__main__ import port_env
-from deploy.clusterctl import ComposeCluster
+from deploy.clusterctl import ComposeCluster, free_port_env
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +87,7 @@ def compose_cluster(images: None, tmp_path: Path) -> Iterator[ComposeCluster]:
     cluster = ComposeCluster(
         project=project,
         state_dir=tmp_path / "cluster",
-        env={**port_env(), "COFFER_IMAGE": COFFER_IMAGE, "COFFER_LB_IMAGE": LB_IMAGE},
+        env={**free_port_env(), "COFFER_IMAGE": COFFER_IMAGE, "COFFER_LB_IMAGE": LB_IMAGE},
     )
     try:
         cluster.up(build=False)
