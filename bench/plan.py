@@ -39,10 +39,30 @@ class Step:
     label: str = ""
 
 
-def _standard() -> list[Step]:
+def _perfpass(rounds: int = 3) -> list[Step]:
+    """Before/after on one node, interleaved ``rounds`` times (a fresh server each time):
+    run-to-run spread here is larger than the effects, so the table shows medians."""
     before = ServeFlags(stdlib_json=True)
     after = ServeFlags()
     uv = ServeFlags(uvloop=True)
+    labels = [
+        (before, f"before: {before.label}"),
+        (after, f"after: {after.label}"),
+        (uv, f"after, server on uvloop ({uv.label})"),
+    ]
+    return [
+        Step(
+            "perfpass",
+            lambda flags=flags: CofferSingle("inmem", flags, "coffer-inmem"),
+            (("node", ("kv2-read", "kv2-write")),),
+            label=label,
+        )
+        for _ in range(rounds)
+        for flags, label in labels
+    ]
+
+
+def _standard() -> list[Step]:
     return [
         Step("baselines", CeilingTarget, (("node", ("kv2-read", "kv2-write")),)),
         Step(
@@ -62,24 +82,7 @@ def _standard() -> list[Step]:
                 ("lb", KV2),
             ),
         ),
-        Step(
-            "perfpass",
-            lambda: CofferSingle("inmem", before, "coffer-inmem"),
-            (("node", ("kv2-read", "kv2-write")),),
-            label=f"before: {before.label}",
-        ),
-        Step(
-            "perfpass",
-            lambda: CofferSingle("inmem", after, "coffer-inmem"),
-            (("node", ("kv2-read", "kv2-write")),),
-            label=f"after: {after.label}",
-        ),
-        Step(
-            "perfpass",
-            lambda: CofferSingle("inmem", uv, "coffer-inmem"),
-            (("node", ("kv2-read", "kv2-write")),),
-            label=f"after + {uv.label} (bench.serve)",
-        ),
+        *_perfpass(),
     ]
 
 
@@ -105,6 +108,7 @@ def _nodes() -> list[Step]:
 SUITES: dict[str, Callable[[], list[Step]]] = {
     "standard": _standard,
     "quick": _quick,
+    "perfpass": _perfpass,
     "nodes": _nodes,
 }
 

@@ -42,7 +42,7 @@ async def wait_for_quiet(pids: Sequence[int], threshold: float, timeout: float) 
         calm = calm + 1 if other < threshold else 0
         if calm >= 2 or time.monotonic() > deadline:
             return other
-        if not warned:
+        if not warned and other >= threshold:
             print(
                 f"# waiting for a quiet machine (other load {other:.0f}% of a core)",
                 file=sys.stderr,

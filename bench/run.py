@@ -155,6 +155,12 @@ def _run_steps(
                     retries=args.retries,
                 )
             )
+    if any(step.section == "perfpass" for step in steps):
+        from bench.micro import codec_records
+
+        for record in codec_records():
+            _emit(out, {"suite": args.suite, **record})
+            records.append(record)
     return records
 
 
