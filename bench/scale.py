@@ -73,6 +73,18 @@ def _disk_mib(path: Path) -> float:
         return 0.0
 
 
+def _data_dirs(target: CofferSingle | CofferCluster) -> list[Path]:
+    """Where the storage keeps its data (not the logs beside it); none for inmem."""
+    nodes = target.nodes if isinstance(target, CofferCluster) else [target.node]
+    found = []
+    for node in nodes:
+        for name in ("data", "raft"):
+            path = node.base / node.name / name
+            if path.exists():
+                found.append(path)
+    return found
+
+
 def _measure(
     make: Callable[[], CofferSingle | CofferCluster], count: int, restartable: bool
 ) -> dict[str, Any]:
@@ -87,7 +99,7 @@ def _measure(
             "load_writes_per_s": count / seconds,
             "load_errors": errors,
             "rss_after_load_mib": _rss_mib(target),
-            "disk_mib": _disk_mib(target.workdir),
+            "disk_mib": sum(_disk_mib(path) for path in _data_dirs(target)),
         }
         if restartable:
             time.sleep(2.0)  # let followers catch up and the journal settle

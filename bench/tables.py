@@ -203,7 +203,7 @@ def secrets(records: list[Record]) -> str:
             " / ".join(fmt(v, 0) for v in r["rss_after_start_mib"])
             if r["start_to_ready_s"]
             else "—",
-            fmt(r["disk_mib"], 0),
+            fmt(r["disk_mib"], 0) if not r["target"].endswith("inmem") else "—",
         ]
         for r in records
     ]
