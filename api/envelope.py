@@ -15,6 +15,10 @@ __all__ = ["encode_json", "error_response", "json_response", "render"]
 _HEADERS = {"Cache-Control": "no-store"}
 
 
+#: Dataclasses and datetimes are refused as ``json`` refuses them (not serialised).
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
 def encode_json(body: Any) -> bytes:
     """Compact UTF-8 JSON; orjson, or the standard library for what orjson refuses.
 
@@ -23,7 +27,7 @@ def encode_json(body: Any) -> bytes:
     raises ``TypeError`` for the last, as before.
     """
     try:
-        return orjson.dumps(body)
+        return orjson.dumps(body, option=_ORJSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError
         return json.dumps(body).encode()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,11 @@ def _init(node: CofferNode) -> tuple[list[str], str]:
     return list(body["keys"]), str(body["root_token"])
 
 
+def _joined(node: CofferNode) -> bool:
+    """A joiner reports initialised once it holds the leader's challenge."""
+    return bool(node.request("GET", "/v1/sys/seal-status")[1]["initialized"])
+
+
 def _mount_kv2(node: CofferNode, token: str) -> None:
     status, body = node.request(
         "POST", "/v1/sys/mounts/secret", {"type": "kv", "options": {"version": "2"}}, token
@@ -224,11 +230,7 @@ class CofferCluster(Target):
             first.unseal(self.keys)
             wait_until(lambda: first.health() == 200, 60, "node1 active")
             for node in self.nodes[1:]:
-                wait_until(
-                    lambda n=node: n.request("GET", "/v1/sys/seal-status")[1]["initialized"],
-                    60,
-                    f"{node.name} joined",
-                )
+                wait_until(partial(_joined, node), 60, f"{node.name} joined")
                 node.unseal(self.keys)
         else:
             for node in self.nodes:
@@ -239,8 +241,7 @@ class CofferCluster(Target):
         self.active = active
         _mount_kv2(active, self.token)
         if self.lb is not None:
-            self.lb.start([n.api_port for n in self.nodes])
-            self.procs.append(self.lb.proc)
+            self.procs.append(self.lb.start([n.api_port for n in self.nodes]))
             self.lb.wait_ready(self.token)
 
     def restart(self) -> float:

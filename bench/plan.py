@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from bench.coffer_targets import CofferCluster, CofferSingle, ServeFlags
 from bench.etcd_target import EtcdCluster
@@ -53,7 +54,7 @@ def _perfpass(rounds: int = 3) -> list[Step]:
     return [
         Step(
             "perfpass",
-            lambda flags=flags: CofferSingle("inmem", flags, "coffer-inmem"),
+            partial(CofferSingle, "inmem", flags, "coffer-inmem"),
             (("node", ("kv2-read", "kv2-write")),),
             label=label,
         )
@@ -98,11 +99,8 @@ def _quick() -> list[Step]:
 def _nodes() -> list[Step]:
     """Write throughput and latency as the cluster grows: 1, 3 and 5 Raft nodes."""
     return [
-        Step("nodes", lambda n=n: CofferCluster(n), (("active", ("kv2-write",)),))
-        for n in (1, 3, 5)
-    ] + [
-        Step("nodes", lambda n=n: EtcdCluster(n), (("leader", ("kv2-write",)),)) for n in (1, 3, 5)
-    ]
+        Step("nodes", partial(CofferCluster, n), (("active", ("kv2-write",)),)) for n in (1, 3, 5)
+    ] + [Step("nodes", partial(EtcdCluster, n), (("leader", ("kv2-write",)),)) for n in (1, 3, 5)]
 
 
 SUITES: dict[str, Callable[[], list[Step]]] = {

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = [
     "ROOT",
@@ -52,7 +52,7 @@ def wait_until(
             last = exc
         else:
             if last:
-                return last
+                return cast(_T, last)
         time.sleep(every)
     raise RuntimeError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 

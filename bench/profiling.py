@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
@@ -161,9 +161,9 @@ def summarise_frames(root: Any, top: int = 15) -> dict[str, Any]:
     ``[self]`` frames and C built-ins count for the Python function that called
     them in the per-area figures (AES-GCM time shows under ``node/barrier``).
     """
-    self_time: Counter[str] = Counter()
-    total_time: Counter[str] = Counter()
-    area_time: Counter[str] = Counter()
+    self_time: defaultdict[str, float] = defaultdict(float)
+    total_time: defaultdict[str, float] = defaultdict(float)
+    area_time: defaultdict[str, float] = defaultdict(float)
     idle = 0.0
     # (frame, key of the nearest real Python caller, its area, keys above)
     stack: list[tuple[Any, str, str, frozenset[str]]] = [(root, "", "", frozenset())]
@@ -193,10 +193,11 @@ def summarise_frames(root: Any, top: int = 15) -> dict[str, Any]:
         )
     busy = sum(self_time.values())
 
-    def rows(counter: Counter[str]) -> list[dict[str, Any]]:
+    def rows(counter: dict[str, float]) -> list[dict[str, Any]]:
+        ranked = sorted(counter.items(), key=lambda kv: kv[1], reverse=True)[:top]
         return [
             {"name": name, "s": round(t, 3), "pct": round(100 * t / busy, 1) if busy else 0.0}
-            for name, t in counter.most_common(top)
+            for name, t in ranked
         ]
 
     return {

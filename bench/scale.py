@@ -94,6 +94,7 @@ def _measure(
         seconds, errors = asyncio.run(load_secrets(ep, count))
         record: dict[str, Any] = {
             "section": "secrets",
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "target": target.name,
             "secrets": count,
             "load_writes_per_s": count / seconds,
