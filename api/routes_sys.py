@@ -121,9 +121,12 @@ async def health(request: web.Request) -> web.StreamResponse:
         status = int(raw)
     if request.method == "HEAD":
         return web.Response(status=status, headers={"Cache-Control": "no-store"})
+    # A removed node seals itself a moment after it learns it was removed; it
+    # stops serving at once, so it reports sealed from that moment on.
+    sealed = core.sealed or removed
     body: dict[str, Any] = {
         "initialized": initialized,
-        "sealed": core.sealed,
+        "sealed": sealed,
         "standby": role.standby or role.performance_standby,
         "performance_standby": role.performance_standby,
         "replication_performance_mode": "disabled",
@@ -133,7 +136,7 @@ async def health(request: web.Request) -> web.StreamResponse:
     }
     if core.cluster is not None:
         body["removed_from_cluster"] = removed
-    if not core.sealed:
+    if not sealed:
         body["cluster_name"] = core.cluster_name
         body["cluster_id"] = core.cluster_id
     return json_response(body, status)
