@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -20,11 +21,17 @@ __all__ = ["decode_json", "header", "read_json_body", "to_request"]
 _TRUE = ("", "true", "1", "t")
 
 
+@functools.cache
+def _header_names(suffix: str) -> tuple[str, str]:
+    """Both spellings of a header, built once per suffix (a few fixed names in code)."""
+    return f"X-Service-{suffix}", f"X-Vault-{suffix}"
+
+
 def header(request: web.Request, suffix: str) -> str:
     """``X-Service-<suffix>``, falling back to ``X-Vault-<suffix>`` for Vault clients."""
-    return (
-        request.headers.get(f"X-Service-{suffix}") or request.headers.get(f"X-Vault-{suffix}") or ""
-    )
+    service, vault = _header_names(suffix)
+    headers = request.headers
+    return headers.get(service) or headers.get(vault) or ""
 
 
 def client_token(request: web.Request) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.haproxy import HAProxy
 from bench.procs import Proc, free_port, http_json, wait_until
+from bench.revision import tree_at
 from bench.targets import Endpoints, Target
 
 __all__ = ["CofferCluster", "CofferSingle", "ServeFlags"]
@@ -24,12 +25,15 @@ __all__ = ["CofferCluster", "CofferSingle", "ServeFlags"]
 
 @dataclass(frozen=True)
 class ServeFlags:
-    uvloop: bool = False
+    #: "" for the server's own loop, or "asyncio"/"uvloop" to force one.
+    loop: str = ""
     stdlib_json: bool = False
     profile: str = ""
+    #: A git revision whose server runs instead of the working tree's (before/after).
+    revision: str = ""
 
     def argv(self) -> list[str]:
-        out = ["--uvloop"] if self.uvloop else []
+        out = [f"--{self.loop}"] if self.loop else []
         if self.stdlib_json:
             out.append("--stdlib-json")
         if self.profile:
@@ -39,8 +43,10 @@ class ServeFlags:
     @property
     def label(self) -> str:
         json_ = "stdlib json" if self.stdlib_json else "orjson"
-        loop = "uvloop" if self.uvloop else "asyncio"
-        return f"{json_}, {loop}"
+        # The server ran asyncio.run until e04d5b8's successors put it on uvloop.
+        loop = self.loop or ("asyncio" if self.revision else "uvloop")
+        code = f"code at {self.revision}" if self.revision else "this tree"
+        return f"{code}, {json_}, {loop}"
 
 
 @dataclass
@@ -94,7 +100,11 @@ class CofferNode:
     def start(self) -> Proc:
         config = self.base / f"{self.name}.hcl"
         config.write_text(self.config_text())
-        self.proc = Proc(self.name, self.argv(config), self.base / f"{self.name}.log").start()
+        proc = Proc(self.name, self.argv(config), self.base / f"{self.name}.log")
+        if self.flags.revision:
+            proc.cwd = tree_at(self.flags.revision)
+            proc.env["PYTHONPATH"] = str(proc.cwd)
+        self.proc = proc.start()
         return self.proc
 
     def request(self, method: str, path: str, body: Any = None, token: str = "") -> Any:

@@ -40,27 +40,47 @@ class Step:
     label: str = ""
 
 
+#: The last commit before the second performance pass (caches, commit batching,
+#: request log at debug); "before" rows run the server exported from it.
+BEFORE_PASS = "e04d5b8"
+
+
 def _perfpass(rounds: int = 3) -> list[Step]:
-    """Before/after on one node, interleaved ``rounds`` times (a fresh server each time):
-    run-to-run spread here is larger than the effects, so the table shows medians."""
-    before = ServeFlags(stdlib_json=True)
+    """Before/after, interleaved ``rounds`` times (a fresh server each time): run-to-run
+    spread here is larger than some effects, so the table shows medians."""
+    before = ServeFlags(revision=BEFORE_PASS)
     after = ServeFlags()
-    uv = ServeFlags(uvloop=True)
-    labels = [
-        (before, f"before: {before.label}"),
-        (after, f"after: {after.label}"),
-        (uv, f"after, server on uvloop ({uv.label})"),
+    on_asyncio = ServeFlags(loop="asyncio")
+    single = [
+        (before, f"one node, before: {before.label}"),
+        (after, f"one node, after: {after.label}"),
+        (on_asyncio, f"one node, after, server on asyncio: {on_asyncio.label}"),
     ]
-    return [
-        Step(
-            "perfpass",
-            partial(CofferSingle, "inmem", flags, "coffer-inmem"),
-            (("node", ("kv2-read", "kv2-write")),),
-            label=label,
-        )
-        for _ in range(rounds)
-        for flags, label in labels
+    cluster = [
+        (before, f"3 nodes, before: {before.label}"),
+        (after, f"3 nodes, after: {after.label}"),
     ]
+    steps = []
+    for _ in range(rounds):
+        steps += [
+            Step(
+                "perfpass",
+                partial(CofferSingle, "inmem", flags, "coffer-inmem"),
+                (("node", ("kv2-read", "kv2-write")),),
+                label=label,
+            )
+            for flags, label in single
+        ]
+        steps += [
+            Step(
+                "perfpass",
+                partial(CofferCluster, 3, flags),
+                (("active", ("kv2-write",)),),
+                label=label,
+            )
+            for flags, label in cluster
+        ]
+    return steps
 
 
 def _standard() -> list[Step]:
@@ -96,6 +116,14 @@ def _quick() -> list[Step]:
     ]
 
 
+def _dev() -> list[Step]:
+    """Coffer only, for checking a change while working (no etcd, no ceiling)."""
+    return [
+        Step("single", lambda: CofferSingle("inmem"), (("node", ("kv2-read", "kv2-write")),)),
+        Step("cluster", lambda: CofferCluster(3), (("active", ("kv2-read", "kv2-write")),)),
+    ]
+
+
 def _nodes() -> list[Step]:
     """Write throughput and latency as the cluster grows: 1, 3 and 5 Raft nodes."""
     return [
@@ -106,6 +134,7 @@ def _nodes() -> list[Step]:
 SUITES: dict[str, Callable[[], list[Step]]] = {
     "standard": _standard,
     "quick": _quick,
+    "dev": _dev,
     "perfpass": _perfpass,
     "nodes": _nodes,
 }

@@ -7,14 +7,16 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
+
+from chaos import launch
+from chaos.launch import free_port
 
 __all__ = [
     "ROOT",
@@ -29,12 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 _T = TypeVar("_T")
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def python_command() -> list[str]:
     """The interpreter running the benchmark (the project's virtualenv)."""
     return [sys.executable]
@@ -43,18 +39,8 @@ def python_command() -> list[str]:
 def wait_until(
     check: Callable[[], _T | None], timeout: float, what: str, every: float = 0.05
 ) -> _T:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except (OSError, http.client.HTTPException, ValueError, KeyError) as exc:
-            last = exc
-        else:
-            if last:
-                return cast(_T, last)
-        time.sleep(every)
-    raise RuntimeError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+    """Poll until ``check`` returns something truthy (the chaos launcher's loop)."""
+    return launch.wait_until(check, timeout, what, every)
 
 
 def http_json(
@@ -90,6 +76,7 @@ class Proc:
     argv: list[str]
     log_path: Path
     env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = ROOT
     popen: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
 
@@ -106,7 +93,7 @@ class Proc:
                 stdout=log,
                 stderr=log,
                 env=env,
-                cwd=ROOT,
+                cwd=self.cwd,
                 start_new_session=True,
             )
         return self

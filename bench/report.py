@@ -73,14 +73,31 @@ def render_blocks(records: list[Record], meta: dict[str, Any]) -> dict[str, str]
     return blocks
 
 
-def update_docs(path: Path, records: list[Record], meta: dict[str, Any]) -> None:
+#: Blocks repeated in the README, so its headline figures come from the same run.
+README_BLOCKS = ("headline",)
+
+
+def update_docs(
+    path: Path, records: list[Record], meta: dict[str, Any], readme: Path | None = None
+) -> None:
     text = path.read_text()
-    for name, body in render_blocks(records, meta).items():
+    blocks = render_blocks(records, meta)
+    for name, body in blocks.items():
         if name.startswith("run-") and f"<!-- bench:{name} -->" not in text:
             continue  # a suite run on its own (perfpass, quick) has no run block
         text = replace_block(text, name, body)
     path.write_text(text)
     print(f"updated {path}")
+    if readme is None or not readme.exists():
+        return
+    original = readme.read_text()
+    updated = original
+    for name in README_BLOCKS:
+        if name in blocks and f"<!-- bench:{name} -->" in updated:
+            updated = replace_block(updated, name, blocks[name])
+    if updated != original:
+        readme.write_text(updated)
+        print(f"updated {readme}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", required=True)
     parser.add_argument("--results", required=True, help="a JSON-lines file from bench.run")
     parser.add_argument("--docs", default="docs/performance.md")
+    parser.add_argument("--readme", default="README.md")
     args = parser.parse_args(argv)
     records: list[Record] = []
     meta: dict[str, Any] | None = None
@@ -107,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
         command = f"python -m bench.run --suite {args.suite} --out {args.results} --update-docs"
         meta = {"suite": args.suite, "machine": machine(), "command": command}
-    update_docs(Path(args.docs), records, meta)
+    update_docs(Path(args.docs), records, meta, Path(args.readme))
     return 0
 
 

@@ -191,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--update-docs", action="store_true")
     parser.add_argument("--docs", default="docs/performance.md")
+    parser.add_argument("--readme", default="README.md", help="its headline block is rewritten too")
     parser.add_argument(
         "--secrets", default="10000,100000", help="scale suite: secrets stored, comma-separated"
     )
@@ -220,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update_docs:
         from bench.report import update_docs
 
-        update_docs(Path(args.docs), records, meta)
+        update_docs(Path(args.docs), records, meta, Path(args.readme))
     return 0
 
 

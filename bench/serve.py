@@ -1,12 +1,14 @@
 """``coffer server`` with benchmark switches, without touching the server's own code.
 
-    python -m bench.serve [--uvloop] [--stdlib-json] [--profile OUT.json] -- server -config F
+    python -m bench.serve [--uvloop|--asyncio] [--stdlib-json] [--profile OUT] -- server ...
 
-``--uvloop`` installs uvloop's event-loop policy before ``api.server.main`` calls
-``asyncio.run``. ``--stdlib-json`` puts the standard library's ``json`` back in the
-API edge's encoder and decoder (the state before the performance pass), for
-before/after figures in one run. ``--profile`` samples the event-loop thread with
-pyinstrument until the server exits and writes the top frames as JSON.
+``--asyncio`` runs the server on asyncio's own loop instead of uvloop (the
+server's default since the second performance pass); ``--uvloop`` installs
+uvloop's event-loop policy, which puts an older revision (whose server called
+``asyncio.run``) on uvloop. ``--stdlib-json`` puts the standard library's ``json``
+back in the API edge's encoder and decoder (the state before the first pass).
+``--profile`` samples the event-loop thread with pyinstrument until the server
+exits and writes the top frames as JSON.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def _use_stdlib_json() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.serve")
     parser.add_argument("--uvloop", action="store_true")
+    parser.add_argument("--asyncio", action="store_true")
     parser.add_argument("--stdlib-json", action="store_true")
     parser.add_argument("--profile", default="")
     parser.add_argument("server_args", nargs=argparse.REMAINDER)
@@ -46,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         import uvloop
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    if args.asyncio:
+        import api.server
+
+        api.server.LOOP_FACTORY = None
     if args.stdlib_json:
         _use_stdlib_json()
     from api.entrypoint import main as entry

@@ -344,8 +344,8 @@ def goals(records: list[Record]) -> str:
 
 
 def headline(records: list[Record]) -> str:
-    keep = [r[:3] + r[4:] for r in _goal_rows(records)]
-    return _table(["goal", "target", "measured", "met"], keep)
+    """The goals with the figures they come from (the README repeats this block)."""
+    return _table(["goal", "target", "measured", "from", "met"], _goal_rows(records))
 
 
 def _clean(command: str) -> str:

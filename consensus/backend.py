@@ -2,15 +2,23 @@
 
 Reads (``get``/``list``) are served from this node's replica and may trail
 the leader; a caller that needs its own write back on another node waits
-with :meth:`RaftBackend.wait_for_index` for the write's revision (= its log
-index). Writes become one command, submitted from any node (pysyncobj
-forwards a follower's command to the leader) and awaited as a future that
-the Raft thread completes through :class:`consensus.bridge.LoopBridge`.
+with :meth:`RaftBackend.wait_for_index` for the write's revision. Revisions,
+``applied_index`` and change notifications are logical indexes (the Raft log
+index plus the revisions earlier batches used, see :mod:`consensus.state`);
+``committed_index`` is Raft's own. ``wait_for_index`` takes either.
+
+Writes become one command each, submitted from any node (pysyncobj
+forwards a follower's command to the leader) through
+:class:`consensus.batching.CommitBatcher`, which packs concurrent
+transactions into one Raft entry, and awaited as a future that the Raft
+thread completes through :class:`consensus.bridge.LoopBridge`.
 
 A pysyncobj callback may never fire, or fire late as DISCARDED, after a
 failover (pysyncobj.md section 2), so every attempt has a timeout, and a
 retry re-submits the *same* command id: replicas answer a known id with its
-first outcome, so a command that did commit is never applied twice. After
+first outcome, so a command that did commit is never applied twice. That
+holds for a command that travelled inside a batch too (replicas remember
+inner ids); its retry may travel alone or in another batch. After
 the last attempt the write raises ``StorageError`` and its outcome is
 unknown (it may still commit); callers that retry with a *new* write should
 make it conditional (``expect``) to stay safe.
@@ -24,7 +32,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from consensus.bridge import FAIL_NAMES, IndexWaiters, LoopBridge
+from consensus.batching import CommitBatcher, Outcome
+from consensus.bridge import IndexWaiters, LoopBridge
 from consensus.commands import (
     Applied,
     Command,
@@ -33,7 +42,6 @@ from consensus.commands import (
     Restore,
     Result,
     Txn,
-    decode_result,
     encode_command,
     new_command_id,
 )
@@ -54,7 +62,6 @@ __all__ = ["RaftBackend"]
 
 log = logging.getLogger(__name__)
 
-_SUCCESS = 0
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.025, 0.4
 
 
@@ -65,11 +72,27 @@ class RaftBackend:
         self._node = node
         self._config = node.config
         self._bridge = LoopBridge(loop)
-        self._waiters = IndexWaiters()
+        self._batcher = CommitBatcher(
+            lambda blob, callback: self._node.submit(blob, callback),  # looked up per call
+            self._bridge,
+            loop,
+            max_in_flight=self._config.batch_max_in_flight,
+            max_commands=self._config.batch_max_commands,
+            # Only a lost callback holds a slot this long; a slow commit merely
+            # lets the next batch overlap it.
+            release_after=self._config.request_timeout / 4,
+        )
+        self._waiters = IndexWaiters()  # logical indexes
+        self._log_waiters = IndexWaiters()  # Raft log indexes
+        # The indexes as the event loop has seen them: progress is posted after the
+        # change reports of the same entries, so once these reach an index every
+        # cache on this loop has been told about it (the Raft thread's own counters
+        # run ahead of the reports).
+        self._loop_applied = self._loop_log_applied = 0
         self._subscribers: list[Callable[[ChangeSet], None]] = []
         self._closed = False
         self.membership = Membership(node, self._bridge, self._run_command)
-        node.on_progress = lambda applied: self._bridge.post(lambda: self._waiters.advance(applied))
+        node.on_progress = self._on_progress
         node.add_listener(lambda changes: self._bridge.post(lambda: self._dispatch(changes)))
 
     @classmethod
@@ -112,29 +135,43 @@ class RaftBackend:
             return
         self._closed = True
         await asyncio.to_thread(self._node.stop)
+        self._batcher.close()
         self._bridge.close()
         self._waiters.fail_all(StorageError("raft storage is closed"))
+        self._log_waiters.fail_all(StorageError("raft storage is closed"))
 
     # -- cluster ---------------------------------------------------------------------
 
     def applied_index(self) -> int:
-        return self._node.applied_index()
+        """The logical index applied here: the revision of the last write applied."""
+        return self._node.applied_index() + self._node.state.offset
 
     def committed_index(self) -> int:
+        """Raft's commit index (log entries, comparable with peers' match indexes)."""
         return self._node.commit_index()
 
     async def wait_for_index(self, index: int, timeout: float) -> None:
-        """Wait until this replica has applied ``index`` (read-your-writes)."""
+        """Wait until this replica has applied ``index`` (read-your-writes).
+
+        ``index`` is a revision or an :meth:`applied_index` (logical), or a
+        :meth:`committed_index` (Raft's, never above the logical one). Both
+        are covered: the logical applied index must reach ``index``, and the
+        log must be applied up to ``index`` or to what is committed now,
+        whichever is lower. The second part only finishes applying what this
+        replica already knows committed, so it never waits for new entries.
+        """
         self._ensure_usable()
-        if self._node.applied_index() >= index:
-            return
-        waiter = self._waiters.add(index)
+        log_target = min(index, self._node.commit_index())
         try:
-            await asyncio.wait_for(waiter, timeout)
+            async with asyncio.timeout(timeout):
+                if self._loop_log_applied < log_target:
+                    await self._log_waiters.add(log_target)
+                if self._loop_applied < index:
+                    await self._waiters.add(index)
         except TimeoutError as exc:
             raise StorageError(
                 f"replica did not reach index {index} within {timeout}s "
-                f"(applied {self._node.applied_index()})"
+                f"(applied {self.applied_index()})"
             ) from exc
 
     async def wait_for_leader(self, timeout: float) -> Server:
@@ -215,6 +252,18 @@ class RaftBackend:
         if self._node.failure:
             raise StorageError(self._node.failure)
 
+    def _on_progress(self, applied: int) -> None:
+        """On the Raft thread, the only writer of the offset: convert, then hand over."""
+        logical = applied + self._node.state.offset
+
+        def advance() -> None:
+            self._loop_log_applied = max(self._loop_log_applied, applied)
+            self._loop_applied = max(self._loop_applied, logical)
+            self._log_waiters.advance(applied)
+            self._waiters.advance(logical)
+
+        self._bridge.post(advance)
+
     def _dispatch(self, changes: ChangeSet) -> None:
         for callback in list(self._subscribers):
             try:
@@ -228,7 +277,7 @@ class RaftBackend:
         except CommandError as exc:
             raise PayloadTooLargeError(str(exc)) from exc
         state = self._node.state
-        pending: set[asyncio.Future[tuple[Any, int]]] = set()
+        pending: set[asyncio.Future[Outcome]] = set()
         reason = "not submitted"
         for attempt in range(self._config.request_attempts):
             if attempt:
@@ -237,12 +286,7 @@ class RaftBackend:
             if known is not None:
                 return self._checked(known)
             self._ensure_usable()
-            future, callback = self._bridge.callback()
-            try:
-                self._node.submit(blob, callback)
-            except (OSError, TypeError) as exc:  # stopping underneath us
-                reason = repr(exc)
-                continue
+            future = self._batcher.submit(command, blob)
             pending.add(future)
             outcome = await self._await_attempt(future, pending)
             if isinstance(outcome, str):
@@ -259,9 +303,9 @@ class RaftBackend:
 
     async def _await_attempt(
         self,
-        current: asyncio.Future[tuple[Any, int]],
-        pending: set[asyncio.Future[tuple[Any, int]]],
-    ) -> Result | str:
+        current: asyncio.Future[Outcome],
+        pending: set[asyncio.Future[Outcome]],
+    ) -> Outcome:
         """The first success among all attempts so far, or why ``current`` failed."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._config.request_timeout
@@ -273,15 +317,13 @@ class RaftBackend:
                 return "timeout"
             for future in done:
                 pending.discard(future)
-                result, error = future.result()
-                if error == _SUCCESS:
-                    try:
-                        return decode_result(result)
-                    except CommandError as exc:
-                        raise StorageError(f"undecodable raft result: {exc}") from exc
+                outcome = future.result()  # raises StorageError if undecodable
+                if not isinstance(outcome, str):
+                    return outcome
             if current.done():
-                error = current.result()[1]
-                return FAIL_NAMES.get(error, str(error))
+                failed = current.result()
+                assert isinstance(failed, str)
+                return failed
 
     @staticmethod
     def _checked(result: Result) -> Result:

@@ -9,6 +9,12 @@ change that silently reinterprets old log entries.
 A command carries a client-chosen ``id``: a retry of the same command (after a
 timeout or a lost callback) is recognised by every replica and answered with
 the first outcome instead of being applied twice.
+
+Concurrent transactions travel together as one :class:`Batch` entry (format
+version 2, ``{"v":2,"batch":[<v1 command>, ...]}``) so the per-entry Raft
+costs are paid once per batch. Each inner command is a complete version 1
+command with its own id and gets its own result; version 1 entries (every
+single command, and all older journals) decode as before.
 """
 
 from __future__ import annotations
@@ -23,11 +29,16 @@ from typing import Any
 from node.physical.base import Check, Delete, Put, TxnOp
 
 __all__ = [
+    "BATCH_OVERHEAD",
+    "BATCH_VERSION",
     "COMMAND_VERSION",
     "MAX_COMMAND_BYTES",
     "Applied",
+    "Batch",
+    "BatchResult",
     "Command",
     "CommandError",
+    "EntryResult",
     "MemberChange",
     "Mismatch",
     "Rejected",
@@ -36,6 +47,7 @@ __all__ = [
     "Txn",
     "decode_command",
     "decode_result",
+    "encode_batch",
     "encode_command",
     "encode_result",
     "new_command_id",
@@ -44,6 +56,8 @@ __all__ = [
 ]
 
 COMMAND_VERSION = 1
+#: Version of a batch entry; its inner commands are version 1.
+BATCH_VERSION = 2
 #: Largest encoded command; pysyncobj's batch size is set above it so a single
 #: entry never takes the library's chunked path (which mis-frames some sizes).
 MAX_COMMAND_BYTES = 8 * 1024 * 1024
@@ -82,6 +96,22 @@ Command = Txn | Restore | MemberChange
 
 
 @dataclass(frozen=True, slots=True)
+class Rejected:
+    """The command was malformed on arrival; every replica rejects it alike."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Transactions applied in order in one entry, each on its own (all-or-nothing
+    per transaction, never across them). An inner command that cannot be
+    decoded stays in its slot as :class:`Rejected`, so results stay aligned."""
+
+    commands: tuple[Txn | Rejected, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Applied:
     """The command was applied at ``revision`` (its Raft log index)."""
 
@@ -97,14 +127,18 @@ class Mismatch:
     actual: int
 
 
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """The command was malformed on arrival; every replica rejects it alike."""
-
-    reason: str
-
-
 Result = Applied | Mismatch | Rejected
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """One result per inner command of a :class:`Batch`, in order."""
+
+    results: tuple[Result, ...]
+
+
+#: What applying one log entry returns.
+EntryResult = Result | BatchResult
 
 
 def new_command_id() -> str:
@@ -147,6 +181,20 @@ def encode_command(command: Command) -> bytes:
     return blob
 
 
+_BATCH_HEAD = b'{"v":%d,"batch":[' % BATCH_VERSION
+_BATCH_TAIL = b"]}"
+#: Bytes a batch adds around its inner commands, besides one comma per extra command.
+BATCH_OVERHEAD = len(_BATCH_HEAD) + len(_BATCH_TAIL)
+
+
+def encode_batch(blobs: list[bytes]) -> bytes:
+    """A batch of already-encoded :class:`Txn` commands (spliced, not re-encoded)."""
+    blob = _BATCH_HEAD + b",".join(blobs) + _BATCH_TAIL
+    if len(blob) > MAX_COMMAND_BYTES:
+        raise CommandError(f"batch of {len(blob)} bytes exceeds {MAX_COMMAND_BYTES}")
+    return blob
+
+
 def _str(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise CommandError(f"{what} must be a string")
@@ -179,12 +227,33 @@ def _decode_op(raw: object) -> TxnOp:
     raise CommandError(f"unknown op {kind!r}")
 
 
-def decode_command(blob: bytes) -> Command:
+def decode_command(blob: bytes) -> Command | Batch:
     """Decode strictly: unknown versions and shapes are errors, never guesses."""
     try:
         body = json.loads(blob)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CommandError("command is not valid JSON") from exc
+    if isinstance(body, dict) and body.get("v") == BATCH_VERSION:
+        inner = body.get("batch")
+        if set(body) != {"v", "batch"} or not isinstance(inner, list) or not inner:
+            raise CommandError(
+                f"a version {BATCH_VERSION} command must be a non-empty batch of commands"
+            )
+        return Batch(tuple(_decode_inner(item) for item in inner))
+    return _decode_body(body)
+
+
+def _decode_inner(body: object) -> Txn | Rejected:
+    try:
+        command = _decode_body(body)
+    except CommandError as exc:
+        return Rejected(str(exc))
+    if not isinstance(command, Txn):
+        return Rejected("a batch holds transactions only")
+    return command
+
+
+def _decode_body(body: object) -> Command:
     if not isinstance(body, dict):
         raise CommandError("command must be an object")
     version = body.get("v")
@@ -240,13 +309,19 @@ def result_from_obj(body: object) -> Result:
     raise CommandError("malformed result")
 
 
-def encode_result(result: Result) -> bytes:
-    return json.dumps(result_to_obj(result), separators=(",", ":")).encode("ascii")
+def encode_result(result: EntryResult) -> bytes:
+    if isinstance(result, BatchResult):
+        body: dict[str, Any] = {"batch": [result_to_obj(item) for item in result.results]}
+    else:
+        body = result_to_obj(result)
+    return json.dumps(body, separators=(",", ":")).encode("ascii")
 
 
-def decode_result(blob: bytes) -> Result:
+def decode_result(blob: bytes) -> EntryResult:
     try:
         body = json.loads(blob)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CommandError("result is not valid JSON") from exc
+    if isinstance(body, dict) and isinstance(body.get("batch"), list):
+        return BatchResult(tuple(result_from_obj(item) for item in body["batch"]))
     return result_from_obj(body)

@@ -101,6 +101,11 @@ class RaftConfig:
     request_timeout: float = 2.0
     #: With the backoff (25 ms doubling to 400 ms) 8 attempts span a failover.
     request_attempts: int = 8
+    #: Transactions per Raft entry at most (1 turns batching off: one entry per write).
+    batch_max_commands: int = 256
+    #: This node's batches awaiting their commit before the next one waits
+    #: (see consensus/batching.py; measured in consensus/DESIGN.md).
+    batch_max_in_flight: int = 1
     compaction_min_entries: int = 5000
     compaction_min_time: float = 300.0
     snapshot_chunk_bytes: int = 1024 * 1024
@@ -140,6 +145,8 @@ class RaftConfig:
             raise RaftConfigError("ping_interval must be at most half of connection_timeout")
         if self.request_timeout <= 0 or self.request_attempts < 1:
             raise RaftConfigError("request_timeout and request_attempts must be positive")
+        if self.batch_max_commands < 1 or self.batch_max_in_flight < 1:
+            raise RaftConfigError("batch_max_commands and batch_max_in_flight must be positive")
         if self.compaction_min_entries < 2 or self.compaction_min_time <= 0:
             raise RaftConfigError("compaction thresholds are too small")
         if self.relaxed_sync_interval <= 0 or self.snapshot_chunk_bytes <= 0:

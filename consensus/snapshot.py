@@ -10,7 +10,9 @@ Raft thread the way one giant pickle does.
 
 A dump also carries the two log entries pysyncobj compares against its
 journal at start-up (the entry at the snapshot index and the one before) and
-the cluster membership, both as plain values.
+the cluster membership, both as plain values. The header holds the state's
+revision ``offset`` (:mod:`consensus.state`); snapshots made before batching
+lack it and read as 0.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ def encode_snapshot(image: StateImage, raft: RaftPoint | None) -> Iterator[bytes
         "applied": image.applied,
         "keys": len(image.data),
         "results": len(image.results),
+        "offset": image.offset,
     }
     if raft is not None:
         header["raft"] = {
@@ -190,6 +193,9 @@ def decode_snapshot(lines: Iterable[bytes]) -> tuple[StateImage, RaftPoint | Non
     applied = header.get("applied")
     if not isinstance(applied, int) or header.get("keys") != len(data):
         raise SnapshotError("header does not match the records")
+    offset = header.get("offset", 0)  # absent from snapshots made before batching
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise SnapshotError("malformed revision offset")
     raft = None
     if header.get("kind") == "dump":
         point = header.get("raft")
@@ -200,4 +206,4 @@ def decode_snapshot(lines: Iterable[bytes]) -> tuple[StateImage, RaftPoint | Non
             _entry(point.get("prev")),
             tuple(str(address) for address in point["cluster"]),
         )
-    return StateImage(applied, data, results, members), raft
+    return StateImage(applied, data, results, members, offset), raft

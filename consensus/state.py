@@ -1,12 +1,27 @@
 """The replicated key-value state, free of any Raft machinery.
 
 Every replica feeds the same commands at the same log indexes through
-:meth:`KVState.apply`, so everything here must be deterministic: the revision
-of a write is the log index of its entry (monotonic, never reused), and the
-idempotency window is a fixed count of command ids, not a clock.
+:meth:`KVState.apply`, so everything here must be deterministic: revisions
+are monotonic and never reused, and the idempotency window is a fixed count
+of command ids, not a clock.
+
+**Revisions are logical indexes.** A write's revision is its entry's log
+index plus ``offset``, the number of extra revisions earlier batches used: a
+:class:`~consensus.commands.Batch` of n transactions at index i with offset o
+gives them o+i, o+i+1, ... o+i+n-1 (one each, in order, as n separate entries
+would), and leaves offset o+n-1. Without batches the offset stays 0 and a
+revision is exactly the log index. The offset is replicated state (it is in
+every dump), so every replica gives a write the same revision. ``RaftBackend``
+reports the applied position and change notifications in the same logical
+space (``log index + offset``), so waiting for a write's revision still means
+waiting until the entry that carries it is applied.
 
 Reads come from the event loop while the Raft thread applies, so the data and
 its sorted key list change together under one lock.
+
+A :class:`~consensus.commands.Batch` entry applies its transactions in order,
+each on its own (a mismatch in one leaves the others applied), each
+remembered under its own id and with its own revision.
 """
 
 from __future__ import annotations
@@ -18,7 +33,10 @@ from dataclasses import dataclass
 
 from consensus.commands import (
     Applied,
+    Batch,
+    BatchResult,
     Command,
+    EntryResult,
     MemberChange,
     Mismatch,
     Rejected,
@@ -38,7 +56,8 @@ IDEMPOTENCY_WINDOW = 50_000
 
 @dataclass(frozen=True, slots=True)
 class ChangeSet:
-    """Keys changed by the entry at ``index``; ``reset`` means "all keys"."""
+    """Keys changed by one entry; ``index`` is the logical index once it is applied
+    (its last revision); ``reset`` means "all keys"."""
 
     index: int
     keys: tuple[str, ...]
@@ -53,6 +72,8 @@ class StateImage:
     data: dict[str, tuple[bytes, int]]
     results: list[tuple[str, Result]]
     members: dict[str, str]
+    #: Revisions handed out beyond log indexes (see the module docstring).
+    offset: int = 0
 
 
 class KVState:
@@ -65,12 +86,19 @@ class KVState:
         self._applied = 0
         self._results: OrderedDict[str, Result] = OrderedDict()
         self._members: dict[str, str] = {}
+        self._offset = 0
 
     # -- reads (any thread) ------------------------------------------------
 
     @property
     def applied_index(self) -> int:
+        """The last log index applied (Raft's numbering)."""
         return self._applied
+
+    @property
+    def offset(self) -> int:
+        """Add to a log index applied here to get its logical index."""
+        return self._offset
 
     def get(self, key: str) -> tuple[bytes, int] | None:
         with self._lock:
@@ -99,37 +127,73 @@ class KVState:
 
     # -- writes (the Raft thread only) ---------------------------------------
 
-    def apply(self, index: int, command: Command | Rejected) -> tuple[Result, ChangeSet | None]:
+    def apply(
+        self, index: int, command: Command | Batch | Rejected
+    ) -> tuple[EntryResult, ChangeSet | None]:
         """Apply the entry at ``index``; a replayed index or a known id is a no-op."""
         with self._lock:
             if index <= self._applied:
                 # Never apply an index twice, whatever the library replays.
-                known = self._results.get(command.id) if not isinstance(command, Rejected) else None
-                return known or Rejected(f"index {index} already applied"), None
+                return self._replayed(index, command), None
             self._applied = index
             if isinstance(command, Rejected):
                 return command, None
-            known = self._results.get(command.id)
-            if known is not None:
-                return known, None
-            result, changes = self._apply_new(index, command)
-            self._results[command.id] = result
-            while len(self._results) > IDEMPOTENCY_WINDOW:
-                self._results.popitem(last=False)
-            return result, changes
+            if isinstance(command, Batch):
+                return self._batch(index, command)
+            return self._once(index + self._offset, command)
 
-    def _apply_new(self, index: int, command: Command) -> tuple[Result, ChangeSet | None]:
+    def _replayed(self, index: int, command: Command | Batch | Rejected) -> EntryResult:
+        stale = Rejected(f"index {index} already applied")
+        if isinstance(command, Rejected):
+            return stale
+        if isinstance(command, Batch):
+            return BatchResult(
+                tuple(
+                    (None if isinstance(inner, Rejected) else self._results.get(inner.id)) or stale
+                    for inner in command.commands
+                )
+            )
+        return self._results.get(command.id) or stale
+
+    def _batch(self, index: int, batch: Batch) -> tuple[BatchResult, ChangeSet | None]:
+        first = index + self._offset
+        results: list[Result] = []
+        changed: dict[str, None] = {}
+        for position, inner in enumerate(batch.commands):
+            if isinstance(inner, Rejected):
+                results.append(inner)
+                continue
+            result, changes = self._once(first + position, inner)
+            results.append(result)
+            if changes is not None:
+                changed.update(dict.fromkeys(changes.keys))
+        self._offset += len(batch.commands) - 1
+        last = first + len(batch.commands) - 1
+        return BatchResult(tuple(results)), ChangeSet(last, tuple(changed)) if changed else None
+
+    def _once(self, revision: int, command: Command) -> tuple[Result, ChangeSet | None]:
+        """Apply one command at ``revision`` unless its id is known; remember its result."""
+        known = self._results.get(command.id)
+        if known is not None:
+            return known, None
+        result, changed = self._apply_new(revision, command)
+        self._results[command.id] = result
+        while len(self._results) > IDEMPOTENCY_WINDOW:
+            self._results.popitem(last=False)
+        return result, changed
+
+    def _apply_new(self, revision: int, command: Command) -> tuple[Result, ChangeSet | None]:
         if isinstance(command, MemberChange):
             if command.address is None:
                 self._members.pop(command.node_id, None)
             else:
                 self._members[command.node_id] = command.address
-            return Applied(index), None
+            return Applied(revision), None
         if isinstance(command, Restore):
-            return self._restore(index, command)
-        return self._txn(index, command)
+            return self._restore(revision, command)
+        return self._txn(revision, command)
 
-    def _txn(self, index: int, command: Txn) -> tuple[Result, ChangeSet | None]:
+    def _txn(self, revision: int, command: Txn) -> tuple[Result, ChangeSet | None]:
         try:
             for op in command.ops:
                 validate_key(op.key)
@@ -147,7 +211,7 @@ class KVState:
             if isinstance(op, Put):
                 if op.key not in self._data:
                     bisect.insort(self._keys, op.key)
-                self._data[op.key] = (op.value, index)
+                self._data[op.key] = (op.value, revision)
                 changed.append(op.key)
             elif isinstance(op, Delete) and op.key in self._data:
                 del self._data[op.key]
@@ -155,20 +219,21 @@ class KVState:
                 changed.append(op.key)
             elif isinstance(op, Check):
                 continue
-        return Applied(index), ChangeSet(index, tuple(dict.fromkeys(changed))) if changed else None
+        changes = ChangeSet(revision, tuple(dict.fromkeys(changed))) if changed else None
+        return Applied(revision), changes
 
-    def _restore(self, index: int, command: Restore) -> tuple[Result, ChangeSet | None]:
+    def _restore(self, revision: int, command: Restore) -> tuple[Result, ChangeSet | None]:
         try:
             for key, _ in command.items:
                 validate_key(key)
         except InvalidRequestError as exc:
             return Rejected(str(exc)), None
-        # Restored keys take this entry's index as their revision: revisions
-        # from another cluster's history could run ahead of our log and go
-        # backwards on the next write.
-        self._data = {key: (value, index) for key, value in command.items}
+        # Restored keys take this entry's revision: revisions from another
+        # cluster's history could run ahead of ours and go backwards on the
+        # next write.
+        self._data = {key: (value, revision) for key, value in command.items}
         self._keys = sorted(self._data)
-        return Applied(index), ChangeSet(index, (), reset=True)
+        return Applied(revision), ChangeSet(revision, (), reset=True)
 
     # -- images (dumps, exports, snapshot installs) ----------------------------
 
@@ -176,7 +241,11 @@ class KVState:
         """A consistent copy; cheap because values are immutable and shared."""
         with self._lock:
             return StateImage(
-                self._applied, dict(self._data), list(self._results.items()), dict(self._members)
+                self._applied,
+                dict(self._data),
+                list(self._results.items()),
+                dict(self._members),
+                self._offset,
             )
 
     def load(self, image: StateImage) -> None:
@@ -190,3 +259,4 @@ class KVState:
             self._applied = image.applied
             self._results = results
             self._members = dict(image.members)
+            self._offset = image.offset

@@ -1,14 +1,16 @@
 """The pysyncobj replica: one replicated method, ``apply(blob: bytes)``.
 
 Everything replicated goes through :meth:`ReplicatedStore.apply` as an
-explicitly encoded :mod:`consensus.commands` blob; pysyncobj only ever
-pickles ``(method id, (bytes,))`` around it. One method also means the
+explicitly encoded :mod:`consensus.commands` blob (one command, or a batch
+of transactions that share the entry); pysyncobj only ever pickles
+``(method id, (bytes,))`` around it. One method also means the
 library's method-id numbering (sorted names) can never shift under a log.
 
-``apply`` runs on the Raft thread, in log order, on every node. The revision
-a write receives is the index of the entry being applied, which the library
-does not pass in but which is always ``raftLastApplied + 1`` at that moment
-(it increments after the call). Listeners are called on the Raft thread and
+``apply`` runs on the Raft thread, in log order, on every node. A write's
+revision derives from the index of the entry being applied (plus the state's
+revision offset, see :mod:`consensus.state`); the library does not pass the
+index in, but it is always ``raftLastApplied + 1`` at that moment (it
+increments after the call). Listeners are called on the Raft thread and
 must only hand work off (a queue, ``loop.call_soon_threadsafe``): apply never
 touches an event loop.
 """
@@ -21,7 +23,14 @@ from typing import Any
 
 from pysyncobj import SyncObj, SyncObjConf, replicated
 
-from consensus.commands import Command, CommandError, Rejected, decode_command, encode_result
+from consensus.commands import (
+    Batch,
+    Command,
+    CommandError,
+    Rejected,
+    decode_command,
+    encode_result,
+)
 from consensus.state import ChangeSet, KVState
 
 __all__ = ["Listener", "ReplicatedStore"]
@@ -62,7 +71,7 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     @replicated  # type: ignore[untyped-decorator]
     def apply(self, blob: bytes) -> bytes:
         index = self.raftLastApplied + 1
-        command: Command | Rejected
+        command: Command | Batch | Rejected
         try:
             command = decode_command(blob)
         except (CommandError, TypeError) as exc:

@@ -3,7 +3,8 @@
 
 * **Acknowledgements wait for fsync.** A follower's ``next_node_idx`` replies
   (its "I hold up to here") are held back and only sent by
-  :meth:`flush_acks`, which first syncs the journal. The leader counts a
+  :meth:`flush_acks`, which first syncs the journal (and sends one reply per
+  run of successes, :func:`coalesce_acks`). The leader counts a
   follower towards a majority only from these replies, so with this and the
   leader syncing before each tick (see :mod:`consensus.node`) an entry is on
   disk on a majority before any client sees it committed.
@@ -32,11 +33,36 @@ from consensus._compat import bind_outgoing
 from consensus.follower import reconcile
 from consensus.journal import DurableJournal
 
-__all__ = ["PING", "CofferTransport"]
+__all__ = ["PING", "CofferTransport", "coalesce_acks"]
 
 log = logging.getLogger(__name__)
 
 PING = "coffer_ping"
+
+
+def _plain_success(message: dict[str, Any]) -> bool:
+    return bool(message.get("success")) and not message.get("reset")
+
+
+def coalesce_acks(deferred: list[tuple[Any, dict[str, Any]]]) -> list[tuple[Any, dict[str, Any]]]:
+    """Fold each run of plain successful acks to one node into its highest one.
+
+    The leader only ever raises a follower's match index on a plain success
+    (and ignores a lower one), so the highest of a run says everything the run
+    did; a failure or a ``reset`` reply keeps its place. One encrypted message
+    per node per flush instead of one per AppendEntries.
+    """
+    out: list[tuple[Any, dict[str, Any]]] = []
+    last_at: dict[Any, int] = {}  # node -> position in ``out`` of its latest reply
+    for node, message in deferred:
+        at = last_at.get(node)
+        if at is not None and _plain_success(message) and _plain_success(out[at][1]):
+            if message["next_node_idx"] >= out[at][1]["next_node_idx"]:
+                out[at] = (node, message)
+            continue
+        last_at[node] = len(out)
+        out.append((node, message))
+    return out
 
 
 class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyped
@@ -118,7 +144,7 @@ class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyp
             return
         self._journal.sync()
         deferred, self._deferred = self._deferred, []
-        for node, message in deferred:
+        for node, message in coalesce_acks(deferred):
             super().send(node, message)
 
     def ping_peers(self) -> None:

@@ -9,7 +9,9 @@ test suite uses, so a partition here never hits another run's cluster.
 
 Self-contained on purpose (the tool does not import the test suite): bootstrap is
 init node 1, unseal it, then each other node ``retry_join``s node 1 and is
-unsealed with the same Shamir keys, as an operator would do it.
+unsealed with the same Shamir keys, as an operator would do it. The HA tests
+(``tests/cluster/servers.py``) use this launcher too, through subclasses that
+keep their own addresses (127.0.0.1x), timeouts and failure type.
 """
 
 from __future__ import annotations
@@ -18,18 +20,18 @@ import atexit
 import contextlib
 import functools
 import http.client
-import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
+
+from chaos import launch
+from chaos.launch import free_port, spawn_server
+from chaos.rest import Reply, call
 
 __all__ = ["Cluster", "ClusterError", "Node", "Reply", "raft_block", "wait_until"]
 
@@ -61,57 +63,30 @@ def raft_block(pid: int | None = None) -> str:
     return f"127.77.{(os.getpid() if pid is None else pid) % 250 + 1}"
 
 
-def coffer_command() -> list[str]:
-    script = Path(sys.executable).with_name("coffer")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("coffer")
-    return [found] if found else [sys.executable, "-m", "api.entrypoint"]
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def wait_until(check: Callable[[], T | None], timeout: float, what: str, every: float = 0.1) -> T:
     """Poll ``check`` until it returns something truthy; errors count as "not yet"."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        try:
-            result = check()
-        except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError) as exc:
-            last = exc
-        else:
-            if result:
-                return result
-            last = result
-        if time.monotonic() >= deadline:
-            raise ClusterError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
-        time.sleep(every)
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
+    return launch.wait_until(check, timeout, what, every, error=ClusterError)
 
 
 @dataclass
 class Node:
+    """One ``coffer server`` on Raft storage; subclasses may change the class defaults."""
+
+    #: The header a ``token=`` goes in (Coffer takes both ``X-Vault-Token`` and its own).
+    TOKEN_HEADER: ClassVar[str] = "X-Vault-Token"
+    REQUEST_TIMEOUT: ClassVar[float] = 10.0
+    HEALTH_TIMEOUT: ClassVar[float] = 2.0
+    #: Where the process runs (None: the cluster's base directory).
+    CWD: ClassVar[Path | None] = None
+
     index: int
     base: Path
     api_port: int
     raft_ip: str
     raft_port: int
     join_to: str | None = None
+    #: More lines for the ``storage "raft"`` block (e.g. timing options).
+    extra_raft: str = ""
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -121,6 +96,10 @@ class Node:
     @property
     def api_addr(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def cluster_addr(self) -> str:
+        return f"{self.raft_ip}:{self.raft_port}"
 
     @property
     def data_dir(self) -> Path:
@@ -136,8 +115,9 @@ class Node:
             join = f'  retry_join {{\n    leader_api_addr = "{self.join_to}"\n  }}\n'
         return (
             f'listener "tcp" {{\n  address = "127.0.0.1:{self.api_port}"\n  tls_disable = 1\n}}\n'
-            f'storage "raft" {{\n  path = "{self.data_dir}"\n  node_id = "{self.name}"\n{join}}}\n'
-            f'api_addr = "{self.api_addr}"\ncluster_addr = "{self.raft_ip}:{self.raft_port}"\n'
+            f'storage "raft" {{\n  path = "{self.data_dir}"\n  node_id = "{self.name}"\n'
+            f"{join}{self.extra_raft}}}\n"
+            f'api_addr = "{self.api_addr}"\ncluster_addr = "{self.cluster_addr}"\n'
             'log_level = "info"\n'
         )
 
@@ -147,24 +127,14 @@ class Node:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self, timeout: float = 30) -> None:
+    def start(self, timeout: float = 30) -> Self:
         if self.running:
             raise ClusterError(f"{self.name} is already running")
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         config = self.base / f"{self.name}.hcl"
         config.write_text(self.config_text())
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("COFFER_", "PYTHON"))}
-        env["PYTHONUNBUFFERED"] = "1"
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [*coffer_command(), "server", "-config", str(config)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=env,
-                cwd=self.base,
-                start_new_session=True,  # Ctrl-C reaches the tool, which stops the nodes
-            )
+            self.proc = spawn_server(["-config", str(config)], log, log, cwd=self.CWD or self.base)
         _STARTED[self.proc.pid] = self.proc
 
         def up() -> bool:
@@ -174,6 +144,7 @@ class Node:
             return True
 
         wait_until(up, timeout, f"{self.name} to listen")
+        return self
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs."""
@@ -192,9 +163,11 @@ class Node:
             except subprocess.TimeoutExpired:
                 self.kill()
 
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
     def log_tail(self, chars: int = 3000) -> str:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return text[-chars:]
+        return self.log_text()[-chars:]
 
     # -- HTTP ------------------------------------------------------------------------
 
@@ -205,31 +178,48 @@ class Node:
         body: Any = None,
         *,
         token: str | None = None,
-        timeout: float = 10.0,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+        timeout: float | None = None,
+        source: str | None = None,
     ) -> Reply:
         """One request on a fresh connection; raises OSError (or HTTPException) on failure."""
-        headers = {"X-Vault-Token": token} if token else {}
-        payload = None
-        if body is not None:
-            payload = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        conn = http.client.HTTPConnection("127.0.0.1", self.api_port, timeout=timeout)
-        try:
-            conn.request(method, path, body=payload, headers=headers)
-            response = conn.getresponse()
-            data = response.read()
-            return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
-        finally:
-            conn.close()
+        return call(
+            self.api_port,
+            method,
+            path,
+            body,
+            token=token or None,
+            token_header=self.TOKEN_HEADER,
+            headers=headers,
+            raw=raw,
+            timeout=self.REQUEST_TIMEOUT if timeout is None else timeout,
+            source=source,
+        )
 
-    def health(self, timeout: float = 2.0) -> int:
-        return self.request("GET", "/v1/sys/health", timeout=timeout).status
+    def health(self, query: str = "", *, timeout: float | None = None) -> int:
+        wait = self.HEALTH_TIMEOUT if timeout is None else timeout
+        return self.request("GET", f"/v1/sys/health{query}", timeout=wait).status
 
 
 class Cluster:
-    """``size`` nodes in ``base``; every node but the first ``retry_join``s the first."""
+    """``size`` nodes in ``base``; every node but the first ``retry_join``s the first.
 
-    def __init__(self, base: Path, size: int, *, raft_net: str | None = None) -> None:
+    Raft addresses are ``<raft_net>.11``, ``.12``...; ``raft_net`` defaults to this
+    process's :func:`raft_block`. ``node_type`` lets a caller use its own ``Node``.
+    """
+
+    node_type: ClassVar[type[Node]] = Node
+
+    def __init__(
+        self,
+        base: Path,
+        size: int,
+        *,
+        raft_net: str | None = None,
+        retry_join: bool = True,
+        extra_raft: str = "",
+    ) -> None:
         if size < 1:
             raise ValueError("a cluster needs at least one node")
         self.base = base
@@ -239,13 +229,14 @@ class Cluster:
         for index in range(1, size + 1):
             ip = f"{net}.{10 + index}"
             self.nodes.append(
-                Node(
+                self.node_type(
                     index=index,
                     base=base,
                     api_port=first_api if index == 1 else free_port(),
                     raft_ip=ip,
                     raft_port=free_port(ip),
-                    join_to=None if index == 1 else f"http://127.0.0.1:{first_api}",
+                    join_to=f"http://127.0.0.1:{first_api}" if retry_join and index > 1 else None,
+                    extra_raft=extra_raft,
                 )
             )
         self.keys: list[str] = []
@@ -256,7 +247,7 @@ class Cluster:
         return next(n for n in self.nodes if n.name == name)
 
     def close(self) -> None:
-        """Stop every node (SIGTERM, SIGKILL after a grace period)."""
+        """Stop every node (SIGTERM to all at once, SIGKILL after a grace period)."""
         for node in self.nodes:
             if node.running and node.proc is not None:
                 node.proc.send_signal(signal.SIGTERM)
@@ -272,7 +263,17 @@ class Cluster:
         for node in self.nodes:
             node.start()
         first = self.nodes[0]
-        reply = first.request(
+        self.init(first, shares, threshold)
+        self.unseal(first, timeout)
+        self.wait_active(first, timeout)
+        for node in self.nodes[1:]:
+            self.wait_initialized(node, timeout)
+            self.unseal(node, timeout)
+        self.wait_settled(timeout)
+
+    def init(self, node: Node, shares: int = 3, threshold: int = 2) -> None:
+        """``sys/init`` on ``node``; keeps the Shamir keys and the root token."""
+        reply = node.request(
             "PUT", "/v1/sys/init", {"secret_shares": shares, "secret_threshold": threshold}
         )
         if reply.status != 200:
@@ -280,23 +281,13 @@ class Cluster:
         self.keys = reply.json["keys"]
         self.threshold = threshold
         self.root_token = reply.json["root_token"]
-        self.unseal(first, timeout)
-        wait_until(lambda: first.health() == 200, timeout, f"{first.name} to become active")
-        for node in self.nodes[1:]:
-            wait_until(
-                functools.partial(self.initialized, node),
-                timeout,
-                f"{node.name} to hold a join challenge (retry_join)",
-            )
-            self.unseal(node, timeout)
-        self.wait_whole(timeout)
 
-    def unseal(self, node: Node, timeout: float = 60) -> None:
+    def unseal(self, node: Node, timeout: float = 60, *, request_timeout: float = 30) -> None:
         """Submit the Shamir keys until the node reports unsealed."""
 
         def submit() -> bool:
             for key in self.keys[: self.threshold]:
-                reply = node.request("PUT", "/v1/sys/unseal", {"key": key}, timeout=30)
+                reply = node.request("PUT", "/v1/sys/unseal", {"key": key}, timeout=request_timeout)
                 if reply.status != 200:
                     raise ValueError(f"unseal answered {reply.status} {reply.body[:200]!r}")
                 if not reply.json["sealed"]:
@@ -304,6 +295,20 @@ class Cluster:
             return False
 
         wait_until(submit, timeout, f"{node.name} to unseal", every=0.3)
+
+    def wait_active(self, node: Node, timeout: float = 60) -> None:
+        wait_until(lambda: node.health() == 200, timeout, f"{node.name} to become active")
+
+    def wait_initialized(self, node: Node, timeout: float = 60) -> None:
+        wait_until(
+            functools.partial(self.initialized, node),
+            timeout,
+            f"{node.name} to hold a join challenge (retry_join)",
+        )
+
+    def wait_settled(self, timeout: float = 60) -> None:
+        """What :meth:`bootstrap` waits for last: here, :meth:`wait_whole`."""
+        self.wait_whole(timeout)
 
     def initialized(self, node: Node) -> bool:
         """A joiner reports initialised once it holds the leader's join challenge."""
@@ -325,7 +330,7 @@ class Cluster:
                 codes[node.name] = 0
         return codes
 
-    def active(self, among: list[Node] | None = None, timeout: float = 30) -> Node:
+    def active(self, among: Sequence[Node] | None = None, timeout: float = 30) -> Node:
         """The one node (of ``among``) that reports itself active."""
         candidates = among or self.nodes
 

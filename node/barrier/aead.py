@@ -2,6 +2,10 @@
 
 Frame: version byte, 4-byte key term, 12-byte random nonce, ciphertext+tag.
 The associated data is the storage path, binding a ciphertext to its key.
+
+``seal_value``/``open_sealed`` take raw key bytes (one-off uses: the seal, the
+keyring); the barrier's hot path uses ``seal_with``/``open_with`` with the
+``AESGCM`` its keyring keeps per term, so the key schedule is built once.
 """
 
 from __future__ import annotations
@@ -11,7 +15,15 @@ import os
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-__all__ = ["FRAME_VERSION", "DecryptionError", "frame_term", "open_sealed", "seal_value"]
+__all__ = [
+    "FRAME_VERSION",
+    "DecryptionError",
+    "frame_term",
+    "open_sealed",
+    "open_with",
+    "seal_value",
+    "seal_with",
+]
 
 FRAME_VERSION = 1
 _HEADER = 1 + 4
@@ -22,10 +34,14 @@ class DecryptionError(Exception):
     """A frame failed authentication: wrong key, wrong path or tampering."""
 
 
-def seal_value(key: bytes, term: int, path: str, plaintext: bytes) -> bytes:
+def seal_with(cipher: AESGCM, term: int, path: str, plaintext: bytes) -> bytes:
     nonce = os.urandom(_NONCE)
     header = bytes([FRAME_VERSION]) + term.to_bytes(4, "big")
-    return header + nonce + AESGCM(key).encrypt(nonce, plaintext, path.encode())
+    return header + nonce + cipher.encrypt(nonce, plaintext, path.encode())
+
+
+def seal_value(key: bytes, term: int, path: str, plaintext: bytes) -> bytes:
+    return seal_with(AESGCM(key), term, path, plaintext)
 
 
 def frame_term(frame: bytes) -> int:
@@ -34,10 +50,14 @@ def frame_term(frame: bytes) -> int:
     return int.from_bytes(frame[1:_HEADER], "big")
 
 
-def open_sealed(key: bytes, path: str, frame: bytes) -> bytes:
+def open_with(cipher: AESGCM, path: str, frame: bytes) -> bytes:
     frame_term(frame)
     nonce = frame[_HEADER : _HEADER + _NONCE]
     try:
-        return AESGCM(key).decrypt(nonce, frame[_HEADER + _NONCE :], path.encode())
+        return cipher.decrypt(nonce, frame[_HEADER + _NONCE :], path.encode())
     except InvalidTag as exc:
         raise DecryptionError("authentication failed") from exc
+
+
+def open_sealed(key: bytes, path: str, frame: bytes) -> bytes:
+    return open_with(AESGCM(key), path, frame)

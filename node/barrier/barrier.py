@@ -1,15 +1,30 @@
-"""The security barrier: encrypts on the way down, decrypts on the way up."""
+"""The security barrier: encrypts on the way down, decrypts on the way up.
+
+Decrypted reads are kept in a ``ReadCache`` (see ``node.barrier.cache`` for
+its contract): writes through the barrier invalidate their keys, the cluster
+invalidates the keys of every applied Raft entry (``invalidate``), and seal,
+unseal and keyring changes clear it, so no plaintext outlives the unsealed
+state.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from node.barrier.aead import DecryptionError, frame_term, open_sealed, seal_value
+from node.barrier.aead import (
+    DecryptionError,
+    frame_term,
+    open_sealed,
+    open_with,
+    seal_value,
+    seal_with,
+)
+from node.barrier.cache import DEFAULT_CACHE_SIZE, MISS, ReadCache
 from node.barrier.keyring import Keyring
 from node.errors import SealedError, StorageError
-from node.physical.base import PhysicalBackend, Put, TxnOp
+from node.physical.base import Check, PhysicalBackend, Put, TxnOp
 
 __all__ = ["KEYRING_PATH", "Barrier", "StoredValue"]
 
@@ -33,12 +48,19 @@ class Barrier:
     ``SealedError``. The root key only ever lives in memory while unsealed.
     """
 
-    def __init__(self, physical: PhysicalBackend) -> None:
+    def __init__(
+        self,
+        physical: PhysicalBackend,
+        *,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        disable_cache: bool = False,
+    ) -> None:
         self.physical = physical
         self._root_key: bytes | None = None
         self._keyring: Keyring | None = None
         self._encryptions: dict[int, int] = {}
         self._rotate_lock = asyncio.Lock()
+        self.cache: ReadCache[StoredValue] = ReadCache(cache_size, enabled=not disable_cache)
 
     @property
     def sealed(self) -> bool:
@@ -48,6 +70,7 @@ class Barrier:
         """Create the first keyring and store it under ``root_key``."""
         keyring = Keyring.new()
         await self._store_keyring(root_key, keyring, expect=0)
+        self.cache.clear()
         self._root_key, self._keyring = root_key, keyring
 
     async def unseal(self, root_key: bytes) -> None:
@@ -58,11 +81,14 @@ class Barrier:
             raw = open_sealed(root_key, KEYRING_PATH, entry.value)
         except DecryptionError as exc:
             raise StorageError("keyring does not open with this root key") from exc
-        self._root_key, self._keyring = root_key, Keyring.deserialize(raw)
+        keyring = Keyring.deserialize(raw)
+        self.cache.clear()
+        self._root_key, self._keyring = root_key, keyring
 
     def seal(self) -> None:
         self._root_key = None
         self._keyring = None
+        self.cache.clear()  # plaintext must not outlive the unsealed state
 
     async def rotate(self) -> int:
         """Add a key term; new writes use it, older terms still decrypt."""
@@ -76,6 +102,7 @@ class Barrier:
             )
             rotated = current.rotated()
             await self._store_keyring(root_key, rotated, expect=entry.revision if entry else 0)
+            self.cache.clear()
             self._keyring = rotated
             return rotated.active.term
 
@@ -90,21 +117,43 @@ class Barrier:
         active = keyring.active
         return active.term, active.install_time, self._encryptions.get(active.term, 0)
 
+    # -- read cache -----------------------------------------------------------
+
+    def invalidate(self, keys: Iterable[str]) -> None:
+        """Forget cached reads of ``keys`` (physical paths) changed behind our back."""
+        self.cache.invalidate(keys)
+
+    def invalidate_all(self) -> None:
+        self.cache.clear()
+
     # -- storage ------------------------------------------------------------
 
     async def get(self, key: str) -> StoredValue | None:
         self._keys()  # sealed must refuse reads even of absent keys
-        entry = await self.physical.get(key)
-        if entry is None:
-            return None
-        return StoredValue(key, self._decrypt(key, entry.value), entry.revision)
+        cache = self.cache
+        if not cache.enabled:
+            return await self._read(key)
+        found = cache.lookup(key)
+        if found is not MISS:
+            return found
+        epoch = cache.epoch  # taken before the read: see ReadCache
+        value = await self._read(key)
+        cache.store(key, value, epoch)
+        return value
 
     async def put(self, key: str, value: bytes) -> int:
-        return await self.physical.put(key, self._encrypt(key, value))
+        frame = self._encrypt(key, value)
+        try:
+            return await self.physical.put(key, frame)
+        finally:  # also on failure: the write may have landed (an unconfirmed Raft write)
+            self.cache.invalidate((key,))
 
     async def delete(self, key: str) -> None:
         self._keys()
-        await self.physical.delete(key)
+        try:
+            await self.physical.delete(key)
+        finally:
+            self.cache.invalidate((key,))
 
     async def list(self, prefix: str) -> list[str]:
         self._keys()
@@ -118,7 +167,10 @@ class Barrier:
             else:
                 self._keys()
                 encrypted.append(op)
-        return await self.physical.commit(encrypted)
+        try:
+            return await self.physical.commit(encrypted)
+        finally:
+            self.cache.invalidate(op.key for op in ops if not isinstance(op, Check))
 
     # -- internals ------------------------------------------------------------
 
@@ -127,19 +179,25 @@ class Barrier:
             raise SealedError()
         return self._root_key, self._keyring
 
+    async def _read(self, key: str) -> StoredValue | None:
+        entry = await self.physical.get(key)
+        if entry is None:
+            return None
+        return StoredValue(key, self._decrypt(key, entry.value), entry.revision)
+
     def _encrypt(self, key: str, value: bytes) -> bytes:
         _, keyring = self._keys()
         active = keyring.active
         self._encryptions[active.term] = self._encryptions.get(active.term, 0) + 1
-        return seal_value(active.key, active.term, key, value)
+        return seal_with(active.cipher, active.term, key, value)
 
     def _decrypt(self, key: str, frame: bytes) -> bytes:
         _, keyring = self._keys()
         try:
-            term_key = keyring.key_for(frame_term(frame))
-            if term_key is None:
+            term = keyring.term(frame_term(frame))
+            if term is None:
                 raise DecryptionError("unknown key term")
-            return open_sealed(term_key, key, frame)
+            return open_with(term.cipher, key, frame)
         except DecryptionError as exc:
             raise StorageError(f"value at {key!r} failed to decrypt") from exc
 

@@ -1,8 +1,9 @@
 """Keeps a node's caches in step with the entries its replica applies.
 
 The replica reports the physical keys of every applied entry (on the event
-loop). Cheap invalidations (policies, identity) happen at once; reloads that
-read storage (namespaces, mount tables, keyring) run in order on one task.
+loop). Cheap invalidations (the barrier's read cache, policies, identity)
+happen at once; reloads that read storage (namespaces, mount tables,
+keyring) run in order on one task.
 :meth:`Invalidator.settled` lets a caller wait until everything applied so
 far has been processed, which is how a standby that relayed a write answers
 only once its own caches show it.
@@ -53,6 +54,9 @@ class Invalidator:
 
     def start(self, applied: int) -> None:
         self._done_index = self._seen_index = applied
+        # Entries applied between the barrier's unseal and our subscription were
+        # reported to nobody: forget whatever was read while they went by.
+        self._core.barrier.invalidate_all()
         self._task = asyncio.create_task(self._run(), name="cluster-invalidation")
 
     async def stop(self) -> None:
@@ -65,6 +69,12 @@ class Invalidator:
     # -- intake (event loop, from the replica's subscription) -----------------------
 
     def on_changes(self, changes: Changes) -> None:
+        # The read cache first and always (sealed or not yet serving too): the
+        # replica already holds the new values, so nothing may serve old ones.
+        if changes.reset:
+            self._core.barrier.invalidate_all()
+        else:
+            self._core.barrier.invalidate(changes.keys)
         if self._task is None or self._core.sealed:
             return
         self._seen_index = max(self._seen_index, changes.index)
@@ -101,6 +111,10 @@ class Invalidator:
 
     async def settled(self, index: int, timeout: float) -> None:
         """Wait until every change up to ``index`` has been processed."""
+        if self._seen_index < index:
+            # The replica may count ``index`` as applied while its report is still
+            # queued for the loop (posted from the Raft thread): let it run first.
+            await asyncio.sleep(0)
         async with asyncio.timeout(timeout), self._progress:
             await self._progress.wait_for(
                 lambda: self._done_index >= min(index, self._seen_index) or self._task is None

@@ -12,6 +12,7 @@ from node.config.errors import ConfigError
 from node.config.loader import dev_config, load_config
 from node.config.model import (
     DEFAULT_ADDRESS,
+    DEFAULT_CACHE_SIZE,
     DEFAULT_LEASE_TTL,
     DEFAULT_LOG_LEVEL,
     DEFAULT_MAX_REQUEST_SIZE,
@@ -26,6 +27,7 @@ from node.config.model import (
 
 __all__ = [
     "DEFAULT_ADDRESS",
+    "DEFAULT_CACHE_SIZE",
     "DEFAULT_LEASE_TTL",
     "DEFAULT_LOG_LEVEL",
     "DEFAULT_MAX_REQUEST_SIZE",

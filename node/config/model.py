@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from node.barrier.cache import DEFAULT_CACHE_SIZE
+
 __all__ = [
     "DEFAULT_ADDRESS",
+    "DEFAULT_CACHE_SIZE",
     "DEFAULT_LEASE_TTL",
     "DEFAULT_LOG_LEVEL",
     "DEFAULT_MAX_REQUEST_SIZE",
@@ -91,6 +94,9 @@ class ServerConfig:
     log_level: str = DEFAULT_LOG_LEVEL
     default_lease_ttl: int = DEFAULT_LEASE_TTL
     max_lease_ttl: int = DEFAULT_LEASE_TTL
+    #: Entries in the barrier's read cache of decrypted values (Vault's ``cache_size``).
+    cache_size: int = DEFAULT_CACHE_SIZE
+    disable_cache: bool = False
     sources: tuple[str, ...] = ()
 
     @property

@@ -12,6 +12,7 @@ from typing import Any
 
 from node.config.model import (
     DEFAULT_ADDRESS,
+    DEFAULT_CACHE_SIZE,
     DEFAULT_LEASE_TTL,
     DEFAULT_MAX_REQUEST_SIZE,
     DEFAULT_PROMETHEUS_RETENTION,
@@ -101,6 +102,8 @@ class FileConfig:
     log_level: str | None = None
     default_lease_ttl: int | None = None
     max_lease_ttl: int | None = None
+    cache_size: int | None = None
+    disable_cache: bool | None = None
 
 
 def parse_file(data: Any, source: str) -> FileConfig:
@@ -274,6 +277,11 @@ def _lease_ttl(value: Any, where: Where) -> int:
     return as_duration(value, where) or DEFAULT_LEASE_TTL
 
 
+def _cache_size(value: Any, where: Where) -> int:
+    """Entries; 0 means the default, as in Vault (Vault writes it as a string)."""
+    return _non_negative(value, where) or DEFAULT_CACHE_SIZE
+
+
 def _log_level(value: Any, where: Where) -> str:
     text = as_str(value, where).strip().lower()
     text = "warn" if text == "warning" else text
@@ -308,6 +316,8 @@ _SCALARS: dict[str, Callable[[Any, Where], object]] = {
     "log_level": _log_level,
     "default_lease_ttl": _lease_ttl,
     "max_lease_ttl": _lease_ttl,
+    "cache_size": _cache_size,
+    "disable_cache": as_bool,
 }
 STANZA_KEYS = tuple(_STANZAS)
 SCALAR_KEYS = tuple(key for key in _SCALARS if key != "disable_mlock")

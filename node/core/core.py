@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from node.barrier.barrier import Barrier
+from node.barrier.cache import DEFAULT_CACHE_SIZE
 from node.barrier.view import BarrierView
 from node.core.access import AccessControl
 from node.core.lifecycle import Lifecycle, new_cluster_id
@@ -54,6 +55,9 @@ class CoreSettings:
     unauthenticated_metrics: bool = False
     default_lease_ttl: int = 2764800
     max_lease_ttl: int = 2764800
+    #: The barrier's read cache of decrypted values (Vault's ``cache_size``/``disable_cache``).
+    cache_size: int = DEFAULT_CACHE_SIZE
+    disable_cache: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +76,11 @@ class Core:
     def __init__(self, physical: PhysicalBackend, settings: CoreSettings | None = None) -> None:
         self.settings = settings or CoreSettings()
         self.physical = physical
-        self.barrier = Barrier(physical)
+        self.barrier = Barrier(
+            physical,
+            cache_size=self.settings.cache_size,
+            disable_cache=self.settings.disable_cache,
+        )
         self.lifecycle = Lifecycle(self.barrier, ShamirSeal(physical))
         self.tokens = TokenStore(BarrierView(self.barrier, "sys/token/"))
         self.tokens.on_revoke.append(self._destroy_cubbyhole)
@@ -91,6 +99,8 @@ class Core:
         self.router = Router()
         self.mounts = MountTable(self)
         self.metrics = Metrics()
+        cache = self.barrier.cache
+        self.metrics.watch_cache(lambda: (cache.hits, cache.misses, len(cache)))
         self.pipeline = Pipeline(self)
         self.root_generation = make_root_generation(self)
         self.cluster_name = ""

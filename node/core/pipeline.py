@@ -8,7 +8,7 @@ count → backend → login completion → last-use revocation → response wrap
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import replace
+import time
 from typing import TYPE_CHECKING
 
 from node.core.wrapping import INVALID_WRAPPING_TOKEN
@@ -25,6 +25,8 @@ from node.tokens.entry import TokenEntry
 
 if TYPE_CHECKING:
     from node.core.core import Core
+    from node.namespaces.model import Namespace
+    from node.routing.router import RouteMatch
 
 __all__ = ["Pipeline", "request_auth"]
 
@@ -46,20 +48,41 @@ def request_auth(entry: TokenEntry) -> RequestAuth:
     )
 
 
-def _token_gone(request: Request) -> CofferError:
+def _token_gone(request: Request, relative: str) -> CofferError:
     """The error for an unknown, expired or used-up client token.
 
     Unwrapping with the wrapping token as the client token answers as the
     reference does: a spent or expired wrapping token is an invalid wrapping
-    token (400), not a permission problem.
+    token (400), not a permission problem. ``relative`` is the namespace-relative path.
     """
     if (
         request.client_token
-        and request.path.removeprefix(request.namespace) in _UNWRAP_PATHS
+        and relative in _UNWRAP_PATHS
         and not str(request.data.get("token") or "").strip()
     ):
         return InvalidRequestError(INVALID_WRAPPING_TOKEN)
     return PermissionDeniedError()
+
+
+def _routed(
+    request: Request,
+    route: RouteMatch,
+    namespace: Namespace,
+    operation: Operation,
+    auth: RequestAuth | None,
+    has_sudo: bool,
+) -> Request:
+    """The request the backend gets: mount-relative path, resolved namespace, caller."""
+    return request.routed(
+        operation=operation,
+        path=route.relative_path,
+        namespace=namespace.path,
+        namespace_id=namespace.id,
+        mount_point=route.mount.route_path,
+        mount_accessor=route.mount.accessor,
+        auth=auth,
+        has_sudo=has_sudo,
+    )
 
 
 def _address_in(address: str, cidrs: list[str]) -> bool:
@@ -80,65 +103,67 @@ class Pipeline:
         if core.sealed:
             raise SealedError()
         namespace, relative = core.namespaces.resolve(request.namespace, request.path)
+        # The absolute path is what ACLs and wrapping see; the backend gets the
+        # mount-relative one in the routed request.
         absolute = namespace.path + relative
         route = core.router.match(absolute)
         if route is None or route.mount.namespace_id != namespace.id:
             raise UnsupportedPathError(f"no handler for route {relative!r}; route entry not found")
-        # ``request.path`` becomes the absolute path (what ACLs and wrapping see);
-        # the backend gets the mount-relative one.
-        request = replace(
-            request, path=absolute, namespace=namespace.path, namespace_id=namespace.id
-        )
-        routed = replace(
-            request,
-            path=route.relative_path,
-            mount_point=route.mount.route_path,
-            mount_accessor=route.mount.accessor,
-        )
         backend = route.backend
-        if request.operation is Operation.HELP:
-            await self._authenticate(request)
-            return backend.help(routed)
+        operation = request.operation
+        if operation is Operation.HELP:
+            await self._authenticate(request, namespace.id, relative)
+            return backend.help(_routed(request, route, namespace, operation, None, False))
 
-        unauthenticated = backend.is_unauthenticated(routed.path)
+        unauthenticated = backend.is_unauthenticated(route.relative_path)
         entry: TokenEntry | None = None
         if not unauthenticated:
-            entry = await self._authenticate(request)
+            entry = await self._authenticate(request, namespace.id, relative)
         elif request.client_token:
             entry = await core.tokens.lookup(request.client_token)
-        if entry is not None:
-            routed = replace(routed, auth=request_auth(entry))
-        if routed.operation is Operation.UPDATE and not await backend.exists(routed):
-            routed = replace(routed, operation=Operation.CREATE)
+        auth = request_auth(entry) if entry is not None else None
+        if operation is Operation.UPDATE:
+            probe = _routed(request, route, namespace, operation, auth, False)
+            if not await backend.exists(probe):
+                operation = Operation.CREATE
+        has_sudo = False
         if not unauthenticated:
             assert entry is not None
-            routed = await self._authorize(entry, request, routed, backend.needs_sudo(routed.path))
+            has_sudo = await self._authorize(
+                entry, operation, absolute, request, backend.needs_sudo(route.relative_path)
+            )
             try:
                 entry = await core.tokens.use(entry)
             except PermissionDeniedError:
-                raise _token_gone(request) from None
+                raise _token_gone(request, relative) from None
+        # Built once with its final fields (routing used to derive it field by field).
+        routed = _routed(request, route, namespace, operation, auth, has_sudo)
 
-        with core.metrics.request_seconds.labels(routed.operation.value).time():
+        started = time.perf_counter()
+        try:
+            response = await backend.handle(routed) or Response()
+            if response.login is not None:
+                response = await core.logins.complete(response, routed, route.mount)
+        finally:
             try:
-                response = await backend.handle(routed) or Response()
-                if response.login is not None:
-                    response = await core.logins.complete(response, routed, route.mount)
-            finally:
                 if entry is not None and entry.num_uses == -1:
                     await core.tokens.revoke_tree(entry)
+            finally:
+                core.metrics.observe_operation(operation.value, time.perf_counter() - started)
         if request.wrap_ttl and not response.is_empty and response.status is None:
-            response = await core.wrapping.wrap(response, request.wrap_ttl, request.path)
+            response = await core.wrapping.wrap(response, request.wrap_ttl, absolute)
         return response
 
-    async def _authenticate(self, request: Request) -> TokenEntry:
+    async def _authenticate(self, request: Request, namespace_id: str, relative: str) -> TokenEntry:
+        """The client token's entry, if it may act in the resolved namespace from here."""
         token = await self._core.tokens.lookup(request.client_token)
         if token is None:
-            raise _token_gone(request)
+            raise _token_gone(request, relative)
         if token.bound_cidrs and not _address_in(request.remote_addr, token.bound_cidrs):
             raise PermissionDeniedError()
         # A token acts in its own namespace and below, never in a sibling or ancestor.
         home = self._core.namespaces.by_id(token.namespace_id)
-        target = self._core.namespaces.by_id(request.namespace_id)
+        target = self._core.namespaces.by_id(namespace_id)
         if home is None or target is None or not home.contains(target):
             raise PermissionDeniedError()
         identity = self._core.identity
@@ -151,10 +176,19 @@ class Pipeline:
         return token
 
     async def _authorize(
-        self, entry: TokenEntry, original: Request, routed: Request, needs_sudo: bool
-    ) -> Request:
+        self,
+        entry: TokenEntry,
+        operation: Operation,
+        absolute: str,
+        request: Request,
+        needs_sudo: bool,
+    ) -> bool:
+        """Whether the token's policies allow the operation; raises if they do not.
+
+        Returns whether they grant ``sudo`` on the path.
+        """
         acl = await self._core.access.acl_for(entry)
-        decision = acl.allow(routed.operation.value, original.path, routed.data, original.wrap_ttl)
+        decision = acl.allow(operation.value, absolute, request.data, request.wrap_ttl)
         if not decision.allowed or (needs_sudo and not decision.sudo):
             raise PermissionDeniedError()
-        return replace(routed, has_sudo=decision.sudo)
+        return decision.sudo

@@ -19,6 +19,11 @@ __all__ = ["FrameworkBackend", "HelpMatch"]
 
 _PARAM_SEGMENT = re.compile(r"\{[^{}/]+\}")
 _WRITES = (Operation.CREATE, Operation.UPDATE, Operation.PATCH)
+#: Request paths whose match is remembered (oldest dropped first).
+_ROUTES_KEPT = 1024
+
+#: A matched row, its captures and the schema its fields are validated with.
+_Route = tuple[Path, dict[str, str], dict[str, Field]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +43,34 @@ class FrameworkBackend:
 
     def __init__(self, paths: Sequence[Path]) -> None:
         self.paths = list(paths)
+        self._routes: dict[str, _Route] = {}
+        self._schemas: dict[tuple[int, tuple[str, ...]], dict[str, Field]] = {}
 
-    def _find(self, path: str) -> tuple[Path, dict[str, str]]:
+    def _route(self, path: str) -> _Route:
+        """The row for ``path``. One request matches its path several times
+        (existence check, sudo, dispatch) against a table that never changes,
+        so matches are kept per path; the kept values are only read."""
+        route = self._routes.get(path)
+        if route is None:
+            entry, captures = self._match(path)
+            route = (entry, captures, self._schema(entry, tuple(captures)))
+            if len(self._routes) >= _ROUTES_KEPT:
+                del self._routes[next(iter(self._routes))]
+            self._routes[path] = route
+        return route
+
+    def _schema(self, entry: Path, captured: tuple[str, ...]) -> dict[str, Field]:
+        """A row's fields plus its captures (strings unless declared), built
+        once per row and set of captures rather than once per request."""
+        schema = self._schemas.get((id(entry), captured))
+        if schema is None:
+            schema = dict(entry.fields)
+            for name in captured:
+                schema.setdefault(name, Field(FieldType.STRING))
+            self._schemas[(id(entry), captured)] = schema
+        return schema
+
+    def _match(self, path: str) -> tuple[Path, dict[str, str]]:
         for candidate in self.paths:
             found = candidate.match(path)
             if found:
@@ -47,23 +78,26 @@ class FrameworkBackend:
                 return candidate, captures
         raise UnsupportedPathError("unsupported path")
 
-    def _fields(self, entry: Path, request: Request, captures: dict[str, str]) -> FieldData:
+    def _find(self, path: str) -> tuple[Path, dict[str, str]]:
+        entry, captures, _ = self._route(path)
+        return entry, captures
+
+    def _fields(self, route: _Route, request: Request) -> FieldData:
+        _, captures, schema = route
         raw: dict[str, Any] = dict(request.data)
         raw.update(captures)
-        schema = dict(entry.fields)
-        for name in captures:
-            schema.setdefault(name, Field(FieldType.STRING))
         return FieldData(schema, raw)
 
     async def handle(self, request: Request) -> Response | None:
-        entry, captures = self._find(request.path)
+        route = self._route(request.path)
+        entry = route[0]
         operation = request.operation
         handler = entry.operations.get(operation)
         if handler is None and operation is Operation.CREATE:
             handler = entry.operations.get(Operation.UPDATE)
         if handler is None:
             raise MethodNotAllowedError(f"unsupported operation {operation.value!r} on this path")
-        data = self._fields(entry, request, captures)
+        data = self._fields(route, request)
         response = await handler(request, data)
         reads = (Operation.READ, Operation.LIST)
         unknown = [] if entry.free_form or operation in reads else data.unknown
@@ -76,12 +110,12 @@ class FrameworkBackend:
 
     async def exists(self, request: Request) -> bool:
         try:
-            entry, captures = self._find(request.path)
+            route = self._route(request.path)
         except UnsupportedPathError:
             return False
-        if entry.exists is None:
+        if route[0].exists is None:
             return True
-        return await entry.exists(request, self._fields(entry, request, captures))
+        return await route[0].exists(request, self._fields(route, request))
 
     def is_unauthenticated(self, path: str) -> bool:
         try:

@@ -3,17 +3,47 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "CacheStats", "Metrics"]
+
+#: (hits, misses, entries) of a cache, read when metrics are scraped.
+CacheStats = Callable[[], tuple[int, int, int]]
+
+
+class _CacheCollector(Collector):
+    """Reads the counters a cache keeps itself: nothing is added to its hot path."""
+
+    def __init__(self, stats: CacheStats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        hits, misses, entries = self._stats()
+        yield CounterMetricFamily(
+            "coffer_cache_hit", "Barrier reads answered by the read cache.", value=hits
+        )
+        yield CounterMetricFamily(
+            "coffer_cache_miss", "Barrier reads that went to storage.", value=misses
+        )
+        yield GaugeMetricFamily(
+            "coffer_cache_entries", "Decrypted values held in the read cache.", value=entries
+        )
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # ``labels()`` validates and looks its child up on every call; the hot paths
+        # keep the children here instead. Both label sets are small and bounded
+        # (known methods, status codes, operations).
+        self._request_counters: dict[tuple[str, int], Counter] = {}
+        self._operation_timers: dict[str, Histogram] = {}
         self.requests = Counter(
             "coffer_http_requests",
             "HTTP requests handled, by method and status code.",
@@ -35,6 +65,26 @@ class Metrics:
             registry=self.registry,
         )
         self.started.set(time.time())
+
+    def watch_cache(self, stats: CacheStats) -> None:
+        """Export a cache's hit and miss counts and size (Vault's ``cache.hit``/``miss``)."""
+        self.registry.register(_CacheCollector(stats))
+
+    def count_request(self, method: str, status: int) -> None:
+        """One HTTP request answered with ``status`` (``method`` already bounded)."""
+        child = self._request_counters.get((method, status))
+        if child is None:
+            child = self.requests.labels(method, str(status))
+            self._request_counters[(method, status)] = child
+        child.inc()
+
+    def observe_operation(self, operation: str, seconds: float) -> None:
+        """One pass of a logical ``operation`` through the core pipeline."""
+        child = self._operation_timers.get(operation)
+        if child is None:
+            child = self.request_seconds.labels(operation)
+            self._operation_timers[operation] = child
+        child.observe(seconds)
 
     def prometheus_text(self) -> bytes:
         return generate_latest(self.registry)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,7 +66,33 @@ class TokenEntry:
         return max(0, int(self.expire_time - (now or time.time())))
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The stored record: the fields in declaration order (as ``asdict`` gave
+        them, so the bytes are unchanged), containers copied, without the
+        recursive deep copy ``asdict`` pays for."""
+        return {
+            "key": self.key,
+            "accessor": self.accessor,
+            "policies": list(self.policies),
+            "display_name": self.display_name,
+            "creation_time": self.creation_time,
+            "path": self.path,
+            "parent": self.parent,
+            "meta": dict(self.meta),
+            "num_uses": self.num_uses,
+            "creation_ttl": self.creation_ttl,
+            "expire_time": self.expire_time,
+            "explicit_max_ttl": self.explicit_max_ttl,
+            "period": self.period,
+            "renewable": self.renewable,
+            "type": self.type,
+            "role": self.role,
+            "entity_id": self.entity_id,
+            "cubbyhole_id": self.cubbyhole_id,
+            "last_renewal_time": self.last_renewal_time,
+            "bound_cidrs": list(self.bound_cidrs),
+            "namespace_id": self.namespace_id,
+            "max_ttl": self.max_ttl,
+        }
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> TokenEntry:

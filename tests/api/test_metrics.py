@@ -153,3 +153,32 @@ async def test_unknown_methods_share_one_metric_series(dev: DevServer) -> None:
 
     assert not [method for method, _ in counts if method.startswith("FOO")]
     assert counts[("OTHER", "405")] == 20
+
+
+async def _cache_samples(dev: DevServer) -> dict[str, float]:
+    reply = await call(
+        dev.client, "GET", METRICS, params={"format": "prometheus"}, headers=dev.auth
+    )
+    assert reply.status == 200, str(reply)
+    return {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(reply.raw.decode())
+        for sample in family.samples
+        if sample.name.startswith("coffer_cache_")
+    }
+
+
+async def test_the_read_cache_is_exported(dev: DevServer) -> None:
+    path = "/v1/secret/data/cached"
+    assert (
+        await call(dev.client, "PUT", path, json_body={"data": {"a": "1"}}, headers=dev.auth)
+    ).status == 200
+    assert (await call(dev.client, "GET", path, headers=dev.auth)).status == 200
+    before = await _cache_samples(dev)
+    for _ in range(3):
+        assert (await call(dev.client, "GET", path, headers=dev.auth)).status == 200
+    after = await _cache_samples(dev)
+    # each read finds the token, the key's metadata and its version in the cache
+    assert after["coffer_cache_hit_total"] >= before["coffer_cache_hit_total"] + 9
+    assert after["coffer_cache_entries"] > 0
+    assert "coffer_cache_miss_total" in after

@@ -17,12 +17,9 @@ import contextlib
 import http.client
 import json
 import os
-import shutil
 import signal
-import socket
 import ssl
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,33 +28,20 @@ from typing import Any
 
 import pytest
 
+from chaos.launch import child_env as _server_env
+from chaos.launch import coffer_command, free_port, spawn_server
+from chaos.rest import Reply, send
+
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 
-
-def coffer_command() -> list[str]:
-    """The ``coffer`` console script of this virtualenv (or the module as a fallback)."""
-    script = Path(sys.executable).with_name("coffer")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("coffer")
-    if found:
-        return [found]
-    return [sys.executable, "-m", "api.entrypoint"]
-
-
-def free_port() -> int:
-    """A port that was free a moment ago (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+#: A reply as the tests see it (status, lower-cased headers, bytes; ``.json``, ``.errors``).
+HttpResponse = Reply
 
 
 def child_env() -> dict[str, str]:
     """The test's environment minus anything that would change the server's behaviour."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COFFER_", "VAULT_", "PYTHON"))}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    return _server_env(strip=("COFFER_", "VAULT_", "PYTHON"))
 
 
 def no_proxy_env() -> dict[str, str]:
@@ -71,51 +55,16 @@ def no_proxy_env() -> dict[str, str]:
     return env
 
 
-@dataclass
-class HttpResponse:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    @property
-    def errors(self) -> list[str]:
-        doc = self.json
-        assert isinstance(doc, dict), doc
-        assert "errors" in doc, doc
-        errors = doc["errors"]
-        assert isinstance(errors, list), doc
-        return errors
-
-    def __repr__(self) -> str:
-        return f"HttpResponse(status={self.status}, body={self.body[:500]!r})"
-
-
-def send(
-    conn: http.client.HTTPConnection,
-    method: str,
-    path: str,
-    body: Any = None,
-    *,
-    token: str | None = None,
-    headers: dict[str, str] | None = None,
-    raw_body: bytes | None = None,
-) -> HttpResponse:
-    """One request on ``conn`` (which stays open if the server keeps it alive)."""
-    all_headers = dict(headers or {})
-    payload: bytes | None = raw_body
-    if body is not None:
-        payload = json.dumps(body).encode()
-        all_headers.setdefault("Content-Type", "application/json")
-    if token is not None:
-        all_headers["X-Service-Token"] = token
-    conn.request(method, path, body=payload, headers=all_headers)
-    response = conn.getresponse()
-    data = response.read()
-    return HttpResponse(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
+def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """SIGTERM and wait, SIGKILL if it hangs; True if it exited on SIGTERM."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+    return True
 
 
 @dataclass
@@ -168,14 +117,7 @@ class ServerProcess:
         self.logdir.mkdir(parents=True, exist_ok=True)
         # Appending keeps the logs of every run of this server in one file.
         with self.stdout_path.open("ab") as out, self.stderr_path.open("ab") as err:
-            self.proc = subprocess.Popen(
-                [*coffer_command(), "server", *self.args],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                env=child_env(),
-                start_new_session=True,
-            )
+            self.proc = spawn_server(self.args, out, err, env=child_env())
         self.starts += 1
         if wait:
             self.wait_ready(timeout)
@@ -211,14 +153,8 @@ class ServerProcess:
         proc = self.proc
         if proc is None:
             return 0
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise AssertionError(f"{self.name} ignored SIGTERM for {timeout}s") from None
+        if proc.poll() is None and not _terminate(proc, timeout):
+            raise AssertionError(f"{self.name} ignored SIGTERM for {timeout}s")
         return proc.returncode
 
     def kill(self) -> int:
@@ -244,12 +180,7 @@ class ServerProcess:
         if proc is None:
             return
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _terminate(proc, STOP_TIMEOUT)
         else:
             proc.wait()
 
@@ -317,7 +248,7 @@ class ServerProcess:
     ) -> HttpResponse:
         conn = self.connection(timeout=timeout)
         try:
-            return send(conn, method, path, body, token=token, headers=headers, raw_body=raw_body)
+            return send(conn, method, path, body, token=token, headers=headers, raw=raw_body)
         finally:
             conn.close()
 
@@ -331,7 +262,7 @@ class ServerProcess:
             "PUT", "/v1/sys/init", {"secret_shares": shares, "secret_threshold": threshold}
         )
         assert response.status == 200, response
-        doc = response.json
+        doc: dict[str, Any] = response.json
         assert len(doc["keys"]) == shares and len(doc["keys_base64"]) == shares, doc
         return doc
 
@@ -439,11 +370,13 @@ class CofferFactory:
         )
         return self.with_config(text, port=port, name=name)
 
-    def dev_server(self, root_token: str | None = None) -> ServerProcess:
+    def dev_server(self, root_token: str | None = None, log_level: str = "") -> ServerProcess:
         port = free_port()
         args = ["-dev", f"-dev-listen-address=127.0.0.1:{port}"]
         if root_token is not None:
             args.append(f"-dev-root-token-id={root_token}")
+        if log_level:
+            args.append(f"-log-level={log_level}")
         server = ServerProcess(
             args, port=port, logdir=self.tmp_path / "logs", name=self._name("dev")
         )
@@ -477,12 +410,14 @@ def coffer(tmp_path: Path) -> Iterator[CofferFactory]:
 
 
 @contextlib.contextmanager
-def module_dev_server(logdir: Path, root_token: str) -> Iterator[ServerProcess]:
+def module_dev_server(
+    logdir: Path, root_token: str, log_level: str = ""
+) -> Iterator[ServerProcess]:
     """A ``coffer server -dev`` for a module-scoped fixture: active (health 200) when
     yielded, stopped afterwards."""
     factory = CofferFactory(logdir)
     try:
-        server = factory.dev_server(root_token).start(wait=False)
+        server = factory.dev_server(root_token, log_level).start(wait=False)
         server.wait_ready(healthy=True)
         yield server
     finally:

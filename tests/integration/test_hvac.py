@@ -79,7 +79,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
         for name in ("http_proxy", "https_proxy", "all_proxy"):
             env.delenv(name, raising=False)
             env.delenv(name.upper(), raising=False)
-        with module_dev_server(tmp_path_factory.mktemp("hvac-dev"), root_token) as process:
+        # Requests are logged at debug only; logged_requests() reads those lines.
+        with module_dev_server(
+            tmp_path_factory.mktemp("hvac-dev"), root_token, log_level="debug"
+        ) as process:
             banner = process.stdout_text()
             keys = re.findall(r"^Unseal Key: (\S+)$", banner, re.MULTILINE)
             assert len(keys) == 1, banner

@@ -120,7 +120,7 @@ class DataPaths:
         version = wanted or (meta.current_version if meta else 0)
         if meta is None or version not in meta.versions:
             raise UnsupportedPathError()
-        return meta, version, meta.versions[version].is_live(now_rfc3339())
+        return meta, version, meta.versions[version].is_live()
 
     async def _read(self, request: Request, data: FieldData) -> Response:
         meta, version, live = await self._version(data)
@@ -176,7 +176,7 @@ class DataPaths:
             current = meta.versions.get(meta.current_version)
             if current is None:
                 raise UnsupportedPathError()
-            if not current.is_live(now_rfc3339()):
+            if not current.is_live():
                 body = meta.version_json(meta.current_version)
                 raise Abort(Response(status=404, data=body))
             existing = await self._store.version_data(meta, meta.current_version)

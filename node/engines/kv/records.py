@@ -4,7 +4,7 @@ and one record per version, plus the time arithmetic they share."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,7 +59,11 @@ class MountConfig:
         return cls(**raw) if raw else cls()
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "max_versions": self.max_versions,
+            "cas_required": self.cas_required,
+            "delete_version_after": self.delete_version_after,
+        }
 
 
 def deletion_time(created: str, config: MountConfig, key_after: int) -> str:
@@ -81,11 +85,26 @@ class VersionInfo:
     deletion_time: str = ""
     destroyed: bool = False
 
-    def is_live(self, now: str) -> bool:
-        return not self.destroyed and not (self.deletion_time and self.deletion_time <= now)
+    def is_live(self, now: str | None = None) -> bool:
+        """``now`` (RFC 3339) is only needed, and only computed when not given,
+        if a deletion time is set: most versions have none."""
+        if self.destroyed:
+            return False
+        if not self.deletion_time:
+            return True
+        return self.deletion_time > (now or now_rfc3339())
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # A dict literal, not ``asdict``: that deep-copies and showed in write profiles.
+        return {
+            "created_time": self.created_time,
+            "deletion_time": self.deletion_time,
+            "destroyed": self.destroyed,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> VersionInfo:
+        return cls(raw["created_time"], raw.get("deletion_time", ""), raw.get("destroyed", False))
 
 
 @dataclass(slots=True)
@@ -112,14 +131,55 @@ class KeyMetadata:
         self.updated_time = self.updated_time or self.created_time
 
     def to_json(self) -> dict[str, Any]:
-        raw = asdict(self)
-        raw["versions"] = {str(k): v.to_json() for k, v in self.versions.items()}
-        return raw
+        """The stored record. Field order and shape are those ``asdict`` gave, so
+        the encoded bytes are unchanged; ``custom_metadata`` is copied so the
+        result never aliases this record."""
+        return {
+            "data_id": self.data_id,
+            "versions": {str(k): v.to_json() for k, v in self.versions.items()},
+            "current_version": self.current_version,
+            "oldest_version": self.oldest_version,
+            "created_time": self.created_time,
+            "updated_time": self.updated_time,
+            "max_versions": self.max_versions,
+            "cas_required": self.cas_required,
+            "delete_version_after": self.delete_version_after,
+            "custom_metadata": dict(self.custom_metadata),
+        }
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> KeyMetadata:
-        versions = {int(k): VersionInfo(**v) for k, v in raw.pop("versions").items()}
-        return cls(versions=versions, **raw)
+        """Missing fields take their defaults, as ``cls(**raw)`` gave them."""
+        return cls(
+            data_id=raw["data_id"] if "data_id" in raw else uuid.uuid4().hex,
+            versions={int(k): VersionInfo.from_json(v) for k, v in raw["versions"].items()},
+            current_version=raw.get("current_version", 0),
+            oldest_version=raw.get("oldest_version", 0),
+            created_time=raw["created_time"] if "created_time" in raw else now_rfc3339(),
+            updated_time=raw.get("updated_time", ""),
+            max_versions=raw.get("max_versions", 0),
+            cas_required=raw.get("cas_required", False),
+            delete_version_after=raw.get("delete_version_after", 0),
+            custom_metadata=raw.get("custom_metadata", {}),
+        )
+
+    def copy(self) -> KeyMetadata:
+        """An independent copy to mutate, so a shared decoded record stays as stored."""
+        return KeyMetadata(
+            data_id=self.data_id,
+            versions={
+                n: VersionInfo(v.created_time, v.deletion_time, v.destroyed)
+                for n, v in self.versions.items()
+            },
+            current_version=self.current_version,
+            oldest_version=self.oldest_version,
+            created_time=self.created_time,
+            updated_time=self.updated_time,
+            max_versions=self.max_versions,
+            cas_required=self.cas_required,
+            delete_version_after=self.delete_version_after,
+            custom_metadata=dict(self.custom_metadata),
+        )
 
     def add_version(self, created: str, expires: str, config: MountConfig) -> list[int]:
         """Append the next version; return the numbers pruned to honour max_versions.
@@ -144,7 +204,7 @@ class KeyMetadata:
             "created_time": info.created_time,
             "deletion_time": info.deletion_time,
             "destroyed": info.destroyed,
-            "custom_metadata": self.custom_metadata or None,
+            "custom_metadata": dict(self.custom_metadata) or None,
         }
 
     def metadata_json(self) -> dict[str, Any]:
@@ -165,5 +225,5 @@ class KeyMetadata:
             "max_versions": self.max_versions,
             "cas_required": self.cas_required,
             "delete_version_after": go_duration(self.delete_version_after),
-            "custom_metadata": self.custom_metadata or None,
+            "custom_metadata": dict(self.custom_metadata) or None,
         }

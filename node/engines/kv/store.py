@@ -11,6 +11,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from node.barrier.barrier import StoredValue
 from node.barrier.view import BarrierView
 from node.engines.kv.records import KeyMetadata, MountConfig
 from node.errors import (
@@ -20,6 +21,7 @@ from node.errors import (
     UnsupportedPathError,
 )
 from node.logical.response import Response
+from node.memo import DecodeMemo
 from node.physical.base import Delete, Put, TxnOp
 
 __all__ = ["Abort", "KVStore", "Mutation", "valid_key"]
@@ -47,9 +49,33 @@ def valid_key(path: str) -> bool:
     return "\x00" not in path and not any(p in (".", "..") for p in path.split("/"))
 
 
+def _unchanged(
+    record: bytes, after: dict[str, Any], found: StoredValue | None, stored: KeyMetadata | None
+) -> bool:
+    """Whether a mutation left the stored record as it was: the same bytes,
+    or else an equal record (e.g. only the order of custom_metadata moved)."""
+    if found is None or stored is None:
+        return False
+    return record == found.value or after == stored.to_json()
+
+
+def _decode_metadata(raw: bytes) -> KeyMetadata:
+    return KeyMetadata.from_json(json.loads(raw))
+
+
+def _decode_body(raw: bytes) -> Any:
+    return json.loads(raw)
+
+
 class KVStore:
+    """Records decoded from storage are shared (see ``DecodeMemo``) and never
+    mutated: ``mutate`` works on a copy. The memo lives as long as the mount's
+    backend, which the router drops on seal."""
+
     def __init__(self, view: BarrierView) -> None:
         self.view = view
+        self._metadata: DecodeMemo[KeyMetadata] = DecodeMemo(_decode_metadata)
+        self._bodies: DecodeMemo[Any] = DecodeMemo(_decode_body)
 
     async def config(self) -> MountConfig:
         return MountConfig.from_json(await self.view.get_json("config"))
@@ -72,16 +98,24 @@ class KVStore:
         raise InvalidRequestError("too much contention on the config; retry the request")
 
     async def load(self, path: str) -> tuple[KeyMetadata | None, int]:
+        """The key's metadata (shared: read it, do not change it) and its revision."""
+        meta, found = await self._load(path)
+        return meta, found.revision if found else 0
+
+    async def _load(self, path: str) -> tuple[KeyMetadata | None, StoredValue | None]:
         found = await self.view.get(f"metadata/{path}") if valid_key(path) else None
         if found is None:
-            return None, 0
-        return KeyMetadata.from_json(json.loads(found.value)), found.revision
+            return None, None
+        return self._metadata.decode(found.key, found.value), found
 
     def version_key(self, meta: KeyMetadata, version: int) -> str:
         return f"versions/{meta.data_id}/{version}"
 
     async def version_data(self, meta: KeyMetadata, version: int) -> dict[str, Any]:
-        body = await self.view.get_json(self.version_key(meta, version))
+        """A version's body, shared with other readers: never change it (``merge_patch``
+        and the response encoders only read it)."""
+        found = await self.view.get(self.version_key(meta, version))
+        body = self._bodies.decode(found.key, found.value) if found else None
         if not isinstance(body, dict):
             raise StorageError("could not find version data")
         return body
@@ -94,22 +128,26 @@ class KVStore:
         """
         if create and not valid_key(path):
             raise InvalidRequestError(f"invalid secret path {path!r}")
+        key = f"metadata/{path}"
         for _ in range(_MAX_RETRIES):
-            meta, revision = await self.load(path)
-            if meta is None:
+            stored, found = await self._load(path)
+            if stored is None or found is None:
                 if not create:
                     raise UnsupportedPathError()
-                meta = KeyMetadata()
-            before = meta.to_json() if revision else None
+                meta, revision = KeyMetadata(), 0
+            else:
+                meta, revision = stored.copy(), found.revision
             ops = await mutation(meta)
             after = meta.to_json()
-            if not ops and after == before:
-                return meta
             record = json.dumps(after).encode()
+            if not ops and revision and _unchanged(record, after, found, stored):
+                return meta
             try:
-                await self.view.commit([Put(f"metadata/{path}", record, expect=revision), *ops])
+                await self.view.commit([Put(key, record, expect=revision), *ops])
             except RevisionMismatchError:
                 continue
+            # ``record`` decodes to ``meta``; callers only read it from here on.
+            self._metadata.remember(key, record, meta)
             return meta
         raise InvalidRequestError("too much contention on this key; retry the request")
 

@@ -1,0 +1,41 @@
+"""The project's code as it was at an earlier commit, for before/after runs.
+
+A before/after table is only reproducible if "before" is a fixed revision rather
+than a switch in today's code, so the perfpass suite runs the server of an
+exported commit (``git archive``) next to the working tree's, with the same
+interpreter and dependencies.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from bench.procs import ROOT
+
+__all__ = ["tree_at"]
+
+
+def tree_at(revision: str) -> Path:
+    """A directory holding the sources at ``revision`` (exported once, then reused)."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{revision}^{{commit}}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    target = Path(tempfile.gettempdir()) / f"coffer-tree-{commit[:12]}"
+    if (target / "pyproject.toml").exists():
+        return target
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", commit], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    partial = target.with_name(target.name + ".partial")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(partial, filter="data")
+    partial.rename(target)
+    return target

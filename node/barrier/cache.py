@@ -1,0 +1,101 @@
+"""A bounded LRU of decrypted values by physical path, in front of the barrier's reads.
+
+A hit skips both the physical read and AES-GCM. Vault keeps the same cache
+(``cache_size``, ``disable_cache``). Absent keys are cached too (as ``None``):
+they are invalidated by exactly the same writes as present ones.
+
+Exactness is the callers' job, and the whole contract is:
+
+* every change to a key (a local write through the barrier, an entry applied
+  by Raft) calls :meth:`ReadCache.invalidate` with its key once the change
+  is visible to physical reads, or :meth:`ReadCache.clear` when any key may
+  have changed (snapshot install, seal, keyring change);
+* a read that missed takes :attr:`ReadCache.epoch` *before* reading storage
+  and hands it to :meth:`ReadCache.store`, which drops the value if any
+  invalidation happened in between: the read may have seen the old value.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+__all__ = ["DEFAULT_CACHE_SIZE", "MISS", "Miss", "ReadCache"]
+
+#: Vault's default ``cache_size`` (entries).
+DEFAULT_CACHE_SIZE = 131072
+
+V = TypeVar("V")
+
+
+class Miss(enum.Enum):
+    """What :meth:`ReadCache.lookup` returns when it knows nothing about a key."""
+
+    MISS = enum.auto()
+
+
+MISS = Miss.MISS
+
+
+class ReadCache(Generic[V]):
+    """``key -> value or None`` (known absent), least recently used evicted first."""
+
+    def __init__(self, size: int = DEFAULT_CACHE_SIZE, *, enabled: bool = True) -> None:
+        if size < 1:
+            raise ValueError("cache size must be at least 1")
+        self._entries: OrderedDict[str, V | None] = OrderedDict()
+        self._size = size
+        self._enabled = enabled
+        #: Bumped by every invalidation; a fill that saw another value is refused.
+        self.epoch = 0
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def configure(self, size: int, *, enabled: bool) -> None:
+        """Change the bound or switch the cache off; drops everything either way."""
+        if size < 1:
+            raise ValueError("cache size must be at least 1")
+        self._size, self._enabled = size, enabled
+        self.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, key: str) -> V | Miss | None:
+        found = self._entries.get(key, MISS)
+        if found is MISS:
+            self.misses += 1
+            return MISS
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return found
+
+    def store(self, key: str, value: V | None, epoch: int) -> None:
+        """Remember ``value`` unless an invalidation happened since ``epoch`` was taken."""
+        if not self._enabled or epoch != self.epoch:
+            return
+        entries = self._entries
+        entries[key] = value
+        entries.move_to_end(key)
+        if len(entries) > self._size:
+            entries.popitem(last=False)
+
+    def invalidate(self, keys: Iterable[str]) -> None:
+        self.epoch += 1
+        entries = self._entries
+        for key in keys:
+            entries.pop(key, None)
+
+    def clear(self) -> None:
+        self.epoch += 1
+        self._entries.clear()
