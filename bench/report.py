@@ -65,6 +65,9 @@ def render_blocks(records: list[Record], meta: dict[str, Any]) -> dict[str, str]
     for section, rows in by_section.items():
         if section in renderers:
             blocks[section] = renderers[section](rows)
+    if suite != "perfpass" and "perfpass" in by_section:
+        # The before/after table has its own run line: it says when it was measured.
+        blocks["run-perfpass"] = _meta_block(meta, by_section["perfpass"])
     if suite == "standard":
         blocks["ratios"] = tables.ratios(records)
         blocks["goals"] = tables.goals(records)

@@ -1,0 +1,142 @@
+"""The benchmark harness's arithmetic and its rewriting of docs/performance.md.
+
+No speed is asserted here: these check that the figures `make bench` publishes are
+computed and placed correctly from given records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench import report, tables
+from bench.stats import percentile, summarise
+
+META = {
+    "suite": "standard",
+    "command": "python -m bench.run --suite standard",
+    "machine": {"cpu": "Test CPU", "cores": 2, "kernel": "6.0", "python": "3.11.7"},
+}
+
+
+def _record(target: str, view: str, workload: str, c: int, ops: float, **extra: Any) -> dict:
+    return {
+        "section": extra.pop("section", "single"),
+        "target": target,
+        "view": view,
+        "workload": workload,
+        "workload_label": workload,
+        "label": target,
+        "concurrency": c,
+        "throughput": ops,
+        "ops": int(ops * 5),
+        "seconds": 5.0,
+        "p50_ms": 1.0,
+        "p90_ms": 1.5,
+        "p99_ms": extra.pop("p99_ms", 1.8),
+        "max_ms": 3.0,
+        "server_cpu_s": 2.5,
+        "server_cpu_pct": 50.0,
+        "client_cpu_s": 1.0,
+        "server_peak_rss_mib": [60.0],
+        "time": extra.pop("time", "2026-11-24T10:00:00"),
+        **extra,
+    }
+
+
+def test_percentile_is_nearest_rank() -> None:
+    ordered = [float(i) for i in range(1, 101)]
+    assert percentile(ordered, 0.50) == 50.0
+    assert percentile(ordered, 0.99) == 99.0
+    assert percentile(ordered, 1.0) == 100.0
+    assert percentile([7.0], 0.99) == 7.0
+
+
+def test_summary_is_in_milliseconds_and_keeps_the_maximum() -> None:
+    summary = summarise([0.003, 0.001, 0.002])
+    assert summary.count == 3
+    assert summary.p50_ms == pytest.approx(2.0)
+    assert summary.max_ms == pytest.approx(3.0)
+    assert summary.mean_ms == pytest.approx(2.0)
+
+
+def test_replace_block_keeps_the_text_around_it() -> None:
+    text = "intro\n<!-- bench:goals -->\nold\n<!-- /bench:goals -->\nprose\n"
+    out = report.replace_block(text, "goals", "new table\n")
+    assert out == "intro\n<!-- bench:goals -->\nnew table\n<!-- /bench:goals -->\nprose\n"
+
+
+def test_replace_block_refuses_a_missing_block() -> None:
+    with pytest.raises(KeyError):
+        report.replace_block("no markers here", "goals", "x")
+
+
+def test_goals_compare_the_named_rows() -> None:
+    records = [
+        _record("coffer-raft3", "active", "kv2-write", 32, 600.0, section="cluster"),
+        _record("etcd3", "leader", "kv2-write", 32, 1200.0, section="baselines"),
+        _record("coffer-inmem", "node", "kv2-read", 32, 3000.0),
+        _record("etcd3", "leader", "kv2-read", 32, 2500.0, section="baselines"),
+        _record("ceiling", "node", "kv2-read", 32, 5000.0, section="baselines"),
+        _record("coffer-inmem", "node", "kv2-read", 1, 1000.0, p99_ms=2.5),
+        _record("coffer-raft3", "active", "kv2-write", 1, 130.0, section="cluster"),
+    ]
+    rows = tables.goals(records).splitlines()[2:]
+    assert rows[0].startswith("| 3-node KV v2 write") and "| 0.50 |" in rows[0]
+    assert rows[0].endswith("| **no** |")
+    assert "| 1.20 |" in rows[1] and rows[1].endswith("| yes |")
+    assert "| 0.60 |" in rows[2] and rows[2].endswith("| yes |")
+    assert "2.50 ms" in rows[3] and rows[3].endswith("| **no** |")
+    assert rows[4].endswith("| yes |")
+
+
+def test_goals_ignore_before_and_after_rows() -> None:
+    """The perfpass section measures old code; it must not stand in for this run's rows."""
+    old = _record("coffer-inmem", "node", "kv2-read", 32, 100.0, section="perfpass")
+    records = [
+        _record("coffer-inmem", "node", "kv2-read", 32, 3000.0),
+        old,
+        _record("etcd3", "leader", "kv2-read", 32, 3000.0, section="baselines"),
+    ]
+    rows = tables.goals(records).splitlines()[2:]
+    assert "| 1.00 |" in rows[1]
+
+
+def test_a_standard_run_dates_its_before_and_after_table() -> None:
+    records = [
+        _record("coffer-inmem", "node", "kv2-read", 32, 3000.0, time="2026-11-24T10:00:00"),
+        _record(
+            "coffer-inmem",
+            "node",
+            "kv2-read",
+            32,
+            2900.0,
+            section="perfpass",
+            time="2026-11-24T10:20:00",
+        ),
+    ]
+    blocks = report.render_blocks(records, META)
+    assert "2026-11-24T10:20:00" in blocks["run-perfpass"]
+    assert "2026-11-24T10:00:00" in blocks["run-standard"]
+    assert "Test CPU, 2 cores" in blocks["run-perfpass"]
+
+
+def test_update_docs_rewrites_blocks_and_the_readme_headline(tmp_path: Any) -> None:
+    docs = tmp_path / "performance.md"
+    readme = tmp_path / "README.md"
+    docs.write_text(
+        "prose stays\n<!-- bench:run-standard -->\nold\n<!-- /bench:run-standard -->\n"
+        "<!-- bench:single -->\nold\n<!-- /bench:single -->\n"
+        "<!-- bench:ratios -->\n<!-- /bench:ratios -->\n"
+        "<!-- bench:goals -->\n<!-- /bench:goals -->\n"
+        "<!-- bench:headline -->\n<!-- /bench:headline -->\n"
+        "<!-- bench:commands -->\n<!-- /bench:commands -->\n"
+    )
+    readme.write_text("# Coffer\n<!-- bench:headline -->\nold\n<!-- /bench:headline -->\nend\n")
+    records = [_record("coffer-inmem", "node", "kv2-read", 32, 3000.0)]
+    report.update_docs(docs, records, META, readme=readme)
+    text = docs.read_text()
+    assert text.startswith("prose stays\n") and "old" not in text
+    assert "| coffer-inmem | direct | kv2-read | 32 | 3,000 |" in text
+    assert "old" not in readme.read_text() and readme.read_text().endswith("end\n")
