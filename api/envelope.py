@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import orjson
 from aiohttp import web
 
+from node import jsoncodec
 from node.logical.response import Response
 
 __all__ = ["encode_json", "error_response", "json_response", "render"]
@@ -15,21 +14,9 @@ __all__ = ["encode_json", "error_response", "json_response", "render"]
 _HEADERS = {"Cache-Control": "no-store"}
 
 
-#: Dataclasses and datetimes are refused as ``json`` refuses them (not serialised).
-_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-
-
 def encode_json(body: Any) -> bytes:
-    """Compact UTF-8 JSON; orjson, or the standard library for what orjson refuses.
-
-    orjson refuses integers beyond 64 bits, lone surrogates, non-string keys and
-    unknown types; the standard library encodes the first three as before and
-    raises ``TypeError`` for the last, as before.
-    """
-    try:
-        return orjson.dumps(body, option=_ORJSON_OPTIONS)
-    except TypeError:  # orjson.JSONEncodeError
-        return json.dumps(body).encode()
+    """Compact UTF-8 JSON (``node.jsoncodec.dumps``: orjson, exact as the standard library)."""
+    return jsoncodec.dumps(body)
 
 
 def json_response(body: Any, status: int = 200) -> web.Response:

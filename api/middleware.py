@@ -1,4 +1,4 @@
-"""Middleware, in the order it wraps a request: request id → errors → metrics/log.
+"""The edge middleware: request id, errors, metrics and the request log.
 
 The error table lives here, once: core errors map by their class's
 ``status``; aiohttp's own HTTP errors (413, 404, 405) keep theirs; anything
@@ -18,7 +18,7 @@ from api.envelope import error_response
 from api.keys import CORE
 from node.errors import CofferError
 
-__all__ = ["REQUEST_ID", "middlewares", "new_request_id"]
+__all__ = ["REQUEST_ID", "edge_middleware", "middlewares", "new_request_id"]
 
 log = logging.getLogger("coffer.http")
 REQUEST_ID = web.RequestKey("request_id", str)
@@ -26,50 +26,59 @@ REQUEST_ID = web.RequestKey("request_id", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+class _RandomPool:
+    """Random bytes from ``os.urandom``, fetched 4 KiB at a time: one system call
+    per 256 request ids instead of one each (a syscall was ~4 % of a KV read)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._buffer = b""
+        self._at = 0
+
+    def take(self, count: int) -> bytes:
+        if self._at + count > len(self._buffer):
+            self._buffer, self._at = os.urandom(self._size), 0
+        start = self._at
+        self._at = start + count
+        return self._buffer[start : self._at]
+
+
+_random = _RandomPool()
+
+
 def new_request_id() -> str:
-    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` gives, at a third of
-    the cost: no ``UUID`` object in between."""
-    raw = bytearray(os.urandom(16))
+    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` gives, at a fraction
+    of the cost: no ``UUID`` object in between, and pooled random bytes."""
+    raw = bytearray(_random.take(16))
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-@web.middleware
-async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    request_id = new_request_id()
-    request[REQUEST_ID] = request_id
-    response = await handler(request)
-    response.headers["X-Request-Id"] = request_id
-    return response
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except CofferError as exc:
+def _error_response(exc: Exception, request: web.Request) -> web.Response:
+    """The answer for an exception out of a handler (an HTTP exception under 400 is
+    re-raised: it is aiohttp's redirect, not an error)."""
+    if isinstance(exc, CofferError):
         return error_response(exc.status, exc.messages, exc.warnings)
-    except web.HTTPException as exc:
+    if isinstance(exc, web.HTTPException):
         if exc.status < 400:
-            raise
+            raise exc
         reason = {
             413: "request body too large",
             404: "unsupported path",
             405: "unsupported operation",
         }
         return error_response(exc.status, [reason.get(exc.status, exc.reason)])
-    except Exception as exc:  # noqa: BLE001 - the process must survive any input
-        log.error(
-            "unhandled error",
-            extra={
-                "event": "http.internal_error",
-                "error_type": type(exc).__name__,
-                "path": request.path,
-            },
-        )
-        return error_response(500, ["internal error"])
+    log.error(
+        "unhandled error",
+        extra={
+            "event": "http.internal_error",
+            "error_type": type(exc).__name__,
+            "path": request.path,
+        },
+    )
+    return error_response(500, ["internal error"])
 
 
 #: Methods counted under their own name; any other token a client sends is counted as
@@ -82,8 +91,7 @@ _METHOD_LABELS = frozenset(
 _HEALTH_SUFFIX = "/sys/health"
 
 
-@web.middleware
-async def observe_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def _observe(request: web.Request, status: int, started: float, request_id: str) -> None:
     """Counts every request; logs it at ``debug`` (a 5xx at ``warning``, except
     health probes: a sealed or uninitialised node answers every load-balancer
     check with a 5xx by design).
@@ -92,9 +100,6 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
     level (recording each request is an audit device's job), and the line was a
     large share of a KV read's CPU; ``extra`` is only built when it is written.
     """
-    started = time.perf_counter()
-    response = await handler(request)
-    status = response.status
     method = request.method
     request.app[CORE].metrics.count_request(method if method in _METHOD_LABELS else "OTHER", status)
     level = (
@@ -112,11 +117,30 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
                 "path": request.path,
                 "status": status,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                "request_id": request.get(REQUEST_ID, ""),
+                "request_id": request_id,
                 "remote": request.remote,
             },
         )
+
+
+@web.middleware
+async def edge_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Request id, error table, metrics and log around every request, in one frame
+    (three middlewares cost ~3 % of a KV read in aiohttp's chaining alone).
+
+    In effect, from the outside in: the id (set on every answer), then counting
+    and logging (which see the error answers), then the errors.
+    """
+    request_id = new_request_id()
+    request[REQUEST_ID] = request_id
+    started = time.perf_counter()
+    try:
+        response = await handler(request)
+    except Exception as exc:  # noqa: BLE001 - the process must survive any input
+        response = _error_response(exc, request)
+    _observe(request, response.status, started, request_id)
+    response.headers["X-Request-Id"] = request_id
     return response
 
 
-middlewares = [request_id_middleware, observe_middleware, error_middleware]
+middlewares = [edge_middleware]

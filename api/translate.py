@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import functools
-import json
 import re
 from typing import Any
 from urllib.parse import parse_qsl
 
-import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
+from node import jsoncodec
 from node.errors import InvalidRequestError, MethodNotAllowedError
 from node.framework.fields import parse_duration
 from node.logical.request import Operation, Request
@@ -54,10 +53,6 @@ def client_token(request: web.Request) -> str:
 MAX_JSON_DEPTH = 500
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"invalid JSON constant {name}")
-
-
 def _too_deep(value: Any, limit: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -89,25 +84,9 @@ async def read_json_body(request: web.Request) -> dict[str, Any]:
     return _parse_json_object(await _read_raw(request))
 
 
-#: A run of this many digits may be an integer beyond 64 bits, which orjson turns
-#: into a float: such bodies take the standard library's exact path.
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
-
-
 def decode_json(raw: bytes) -> Any:
-    """orjson when it gives what the standard library would, else the standard library.
-
-    orjson rejects what ``json`` also rejects here (NaN and Infinity, bad syntax)
-    and a few things ``json`` accepts (lone surrogates, a BOM, UTF-16, overflowing
-    floats, nesting beyond 1024); all of those retry on the standard library, so
-    values and error messages are the same as before.
-    """
-    if not _LONG_DIGITS.search(raw):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(raw, parse_constant=_reject_constant)
+    """A body's JSON (``node.jsoncodec.loads``: orjson, exact as the standard library)."""
+    return jsoncodec.loads(raw)
 
 
 def _parse_json_object(raw: bytes) -> dict[str, Any]:

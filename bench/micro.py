@@ -12,6 +12,7 @@ import timeit
 from typing import Any
 
 from api import envelope, translate
+from node import jsoncodec
 from node.logical.response import Response
 
 __all__ = ["codec_records"]
@@ -48,12 +49,12 @@ def codec_records() -> list[dict[str, Any]]:
     rows = [
         (
             "encode a KV v2 read answer",
-            lambda: json.dumps(decoded).encode(),
+            lambda: jsoncodec.stdlib_dumps(decoded),
             lambda: envelope.encode_json(decoded),
         ),
         (
             "decode a KV v2 write body",
-            lambda: json.loads(request, parse_constant=translate._reject_constant),
+            lambda: jsoncodec.stdlib_loads(request),
             lambda: translate.decode_json(request),
         ),
     ]

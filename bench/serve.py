@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
-from typing import Any
 
 __all__ = ["main"]
 
@@ -25,15 +23,11 @@ __all__ = ["main"]
 def _use_stdlib_json() -> None:
     import api.envelope
     import api.translate
+    from node import jsoncodec
 
-    def encode(body: Any) -> bytes:
-        return json.dumps(body).encode()
-
-    def decode(raw: bytes) -> Any:
-        return json.loads(raw, parse_constant=api.translate._reject_constant)
-
-    api.envelope.encode_json = encode  # json_response looks it up at call time
-    api.translate.decode_json = decode
+    # Both modules look their codec up at call time.
+    api.envelope.encode_json = jsoncodec.stdlib_dumps
+    api.translate.decode_json = jsoncodec.stdlib_loads
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import builtins
-import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from node import jsoncodec
 from node.barrier.barrier import StoredValue
 from node.errors import InvalidRequestError
 from node.physical.base import Check, Delete, Put, TxnOp
@@ -45,7 +45,7 @@ class BarrierView:
         return BarrierView(self._storage, self.prefix + prefix)
 
     def _full(self, key: str) -> str:
-        if any(part == ".." for part in key.split("/")):
+        if ".." in key and any(part == ".." for part in key.split("/")):
             raise InvalidRequestError("path may not contain '..' segments")
         return self.prefix + key
 
@@ -67,10 +67,10 @@ class BarrierView:
 
     async def get_json(self, key: str) -> Any:
         found = await self.get(key)
-        return json.loads(found.value) if found else None
+        return jsoncodec.loads(found.value) if found else None
 
     async def put_json(self, key: str, value: Any) -> int:
-        return await self.put(key, json.dumps(value, separators=(",", ":")).encode())
+        return await self.put(key, jsoncodec.dumps(value))
 
     async def list_recursive(self, prefix: str = "") -> builtins.list[str]:
         """Every key below ``prefix`` (used when a mount is removed)."""

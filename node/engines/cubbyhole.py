@@ -6,8 +6,7 @@ token — not even root — can see another token's cubbyhole.
 
 from __future__ import annotations
 
-import json
-
+from node import jsoncodec
 from node.barrier.view import BarrierView
 from node.errors import InvalidRequestError, PermissionDeniedError, UnsupportedPathError
 from node.framework import FieldData, FrameworkBackend, Path
@@ -62,7 +61,7 @@ class CubbyholeBackend(FrameworkBackend):
         found = await self._mine(request).get(path) if path and not path.endswith("/") else None
         if found is None:
             raise UnsupportedPathError()
-        return Response(data=json.loads(found.value))
+        return Response(data=jsoncodec.loads(found.value))
 
     async def _write(self, request: Request, data: FieldData) -> None:
         path = data.get("path")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from node import jsoncodec
 from node.engines.kv.records import KeyMetadata, MountConfig, deletion_time, now_rfc3339
 from node.engines.kv.store import Abort, KVStore
 from node.engines.kv.transform import merge_patch, subkeys
@@ -146,7 +146,7 @@ class DataPaths:
         now = now_rfc3339()
         expires = deletion_time(now, config, meta.delete_version_after)
         pruned = meta.add_version(now, expires, config)
-        encoded = json.dumps(body, separators=(",", ":")).encode()
+        encoded = jsoncodec.dumps(body)
         ops: list[TxnOp] = [Put(self._store.version_key(meta, meta.current_version), encoded)]
         return ops + [Delete(self._store.version_key(meta, old)) for old in pruned]
 

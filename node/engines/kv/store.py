@@ -7,10 +7,10 @@ each version number is handed out exactly once.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from node import jsoncodec
 from node.barrier.barrier import StoredValue
 from node.barrier.view import BarrierView
 from node.engines.kv.records import KeyMetadata, MountConfig
@@ -60,11 +60,11 @@ def _unchanged(
 
 
 def _decode_metadata(raw: bytes) -> KeyMetadata:
-    return KeyMetadata.from_json(json.loads(raw))
+    return KeyMetadata.from_json(jsoncodec.loads(raw))
 
 
 def _decode_body(raw: bytes) -> Any:
-    return json.loads(raw)
+    return jsoncodec.loads(raw)
 
 
 class KVStore:
@@ -85,9 +85,9 @@ class KVStore:
         writers setting different fields do not undo each other."""
         for _ in range(_MAX_RETRIES):
             found = await self.view.get("config")
-            config = MountConfig.from_json(json.loads(found.value) if found else None)
+            config = MountConfig.from_json(jsoncodec.loads(found.value) if found else None)
             change(config)
-            record = json.dumps(config.to_json()).encode()
+            record = jsoncodec.dumps(config.to_json())
             try:
                 await self.view.commit(
                     [Put("config", record, expect=found.revision if found else 0)]
@@ -139,7 +139,7 @@ class KVStore:
                 meta, revision = stored.copy(), found.revision
             ops = await mutation(meta)
             after = meta.to_json()
-            record = json.dumps(after).encode()
+            record = jsoncodec.dumps(after)
             if not ops and revision and _unchanged(record, after, found, stored):
                 return meta
             try:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from node import jsoncodec
 from node.barrier.view import BarrierView
 from node.engines.kv.store import valid_key
 from node.errors import InvalidRequestError, UnsupportedPathError
@@ -54,7 +54,7 @@ class KVv1Backend(FrameworkBackend):
         found = await self._view.get(path) if valid_key(path) else None
         if found is None:
             raise UnsupportedPathError()
-        return Response(data=json.loads(found.value))
+        return Response(data=jsoncodec.loads(found.value))
 
     async def _write(self, request: Request, data: FieldData) -> None:
         path = data.get("path")
