@@ -1,0 +1,75 @@
+"""The shared JSON codec: orjson's speed, the standard library's results."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+
+import pytest
+
+from node import jsoncodec
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1, "b": [1.5, None, True], "c": {"d": "é ✓"}},
+        {"big": 2**70, "neg": -(2**65)},
+        {"surrogate": "\ud800"},
+        {1: "int key"},
+        [],
+        "text",
+    ],
+)
+def test_dumps_reads_back_as_the_standard_library_reads_it(value: object) -> None:
+    encoded = jsoncodec.dumps(value)
+    assert json.loads(encoded) == json.loads(json.dumps(value))
+
+
+def test_dumps_is_compact() -> None:
+    assert jsoncodec.dumps({"a": [1, 2], "b": "c"}) == b'{"a":[1,2],"b":"c"}'
+
+
+@pytest.mark.parametrize("value", [object(), {1, 2}])
+def test_dumps_refuses_what_json_cannot_hold(value: object) -> None:
+    with pytest.raises(TypeError):
+        jsoncodec.dumps(value)
+
+
+def test_dumps_refuses_dataclasses_and_datetimes_as_json_does() -> None:
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    for value in (Point(1), datetime.datetime(2026, 1, 1)):
+        with pytest.raises(TypeError):
+            jsoncodec.dumps({"v": value})
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": 123456789012345678901234567890}',
+        b'{"a": "\\ud800"}',
+        b'{"a": [1, {"b": null}]}',
+        '{"a": "x"}'.encode("utf-16"),
+    ],
+)
+def test_loads_matches_the_standard_library(raw: bytes) -> None:
+    assert jsoncodec.loads(raw) == json.loads(raw)
+
+
+def test_loads_keeps_integers_beyond_64_bits_exact() -> None:
+    assert jsoncodec.loads(b'{"n": 18446744073709551617}') == {"n": 18446744073709551617}
+
+
+@pytest.mark.parametrize("raw", [b'{"a": 1e400}', b'{"a": -1e99999}', b'{"a": NaN}', b"[Infinity]"])
+def test_loads_refuses_numbers_json_cannot_write_back(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        jsoncodec.loads(raw)
+
+
+def test_loads_refuses_malformed_input() -> None:
+    with pytest.raises(ValueError):
+        jsoncodec.loads(b'{"a": ')
