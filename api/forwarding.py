@@ -242,6 +242,16 @@ def redirect(request: web.Request, state: HAState) -> web.Response:
 FORWARDER = web.AppKey("forwarder", Forwarder)
 
 
+async def _serve_as_active(
+    request: web.Request, handler: Handler, cluster: Cluster
+) -> web.StreamResponse:
+    """Answer here, telling the client which index its write (or read) reached."""
+    response = await handler(request)
+    if cluster.replica is not None:
+        response.headers[INDEX_HEADER] = str(cluster.replica.applied_index())
+    return response
+
+
 @web.middleware
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     core = request.app[CORE]
@@ -253,12 +263,11 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         request = request.clone(remote=vouched)
     if not request.path.startswith("/v1/") or _LOCAL.match(request.path) or core.sealed:
         return await handler(request)
+    if cluster.is_active():
+        return await _serve_as_active(request, handler, cluster)
     state = await cluster.state()
-    if state.active:
-        response = await handler(request)
-        if cluster.replica is not None:
-            response.headers[INDEX_HEADER] = str(cluster.replica.applied_index())
-        return response
+    if state.active:  # became active in between
+        return await _serve_as_active(request, handler, cluster)
     if vouched is not None:
         # Forwarded to us, but we are not (or no longer) active: the sender retries.
         reply = error_response(503, ["this node is not the active node"])

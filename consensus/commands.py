@@ -1,7 +1,7 @@
 """The replicated command and result formats (JSON, versioned, never pickle).
 
 Every entry Coffer puts in the Raft log is one of these commands, encoded as
-compact JSON with base64 values. pysyncobj wraps it in its own framing, but
+compact UTF-8 JSON with base64 values. pysyncobj wraps it in its own framing, but
 the payload our replicas decode is only this explicit format, so a node never
 unpickles anything of ours and a format change is a version bump, not a code
 change that silently reinterprets old log entries.
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from node import jsoncodec
 from node.physical.base import Check, Delete, Put, TxnOp
+from node.random_pool import random_hex
 
 __all__ = [
     "BATCH_OVERHEAD",
@@ -142,7 +142,7 @@ EntryResult = Result | BatchResult
 
 
 def new_command_id() -> str:
-    return uuid.uuid4().hex
+    return random_hex(16)
 
 
 def _b64(value: bytes) -> str:
@@ -174,8 +174,8 @@ def encode_command(command: Command) -> bytes:
         body["restore"] = [[key, _b64(value)] for key, value in command.items]
     else:
         body["member"] = {"node_id": command.node_id, "address": command.address}
-    # ASCII escapes keep any str key (even a lone surrogate) round-trippable.
-    blob = json.dumps(body, separators=(",", ":")).encode("ascii")
+    # A lone surrogate in a key takes the standard library's path (ASCII escapes).
+    blob = jsoncodec.dumps(body)
     if len(blob) > MAX_COMMAND_BYTES:
         raise CommandError(f"command of {len(blob)} bytes exceeds {MAX_COMMAND_BYTES}")
     return blob
@@ -230,8 +230,8 @@ def _decode_op(raw: object) -> TxnOp:
 def decode_command(blob: bytes) -> Command | Batch:
     """Decode strictly: unknown versions and shapes are errors, never guesses."""
     try:
-        body = json.loads(blob)
-    except (ValueError, UnicodeDecodeError) as exc:
+        body = jsoncodec.loads(blob)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise CommandError("command is not valid JSON") from exc
     if isinstance(body, dict) and body.get("v") == BATCH_VERSION:
         inner = body.get("batch")
@@ -314,13 +314,13 @@ def encode_result(result: EntryResult) -> bytes:
         body: dict[str, Any] = {"batch": [result_to_obj(item) for item in result.results]}
     else:
         body = result_to_obj(result)
-    return json.dumps(body, separators=(",", ":")).encode("ascii")
+    return jsoncodec.dumps(body)
 
 
 def decode_result(blob: bytes) -> EntryResult:
     try:
-        body = json.loads(blob)
-    except (ValueError, UnicodeDecodeError) as exc:
+        body = jsoncodec.loads(blob)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise CommandError("result is not valid JSON") from exc
     if isinstance(body, dict) and isinstance(body.get("batch"), list):
         return BatchResult(tuple(result_from_obj(item) for item in body["batch"]))

@@ -97,6 +97,14 @@ class Cluster:
 
     # -- role --------------------------------------------------------------------------
 
+    def is_active(self) -> bool:
+        """Whether this node is the active node now: what :meth:`state` says in
+        ``active``, without building the rest (asked on every request)."""
+        replica = self.replica
+        if self.removed or self.core.sealed or replica is None:
+            return False
+        return replica.is_leader()
+
     async def state(self) -> HAState:
         replica = self.replica
         if self.removed:
