@@ -23,6 +23,10 @@ from bench.targets import Endpoints, Target
 __all__ = ["CofferCluster", "CofferSingle", "ServeFlags"]
 
 
+#: Revisions whose server ran on asyncio's own loop (before uvloop became its loop).
+ASYNCIO_REVISIONS = frozenset({"e04d5b8"})
+
+
 @dataclass(frozen=True)
 class ServeFlags:
     #: "" for the server's own loop, or "asyncio"/"uvloop" to force one.
@@ -44,7 +48,7 @@ class ServeFlags:
     def label(self) -> str:
         json_ = "stdlib json" if self.stdlib_json else "orjson"
         # The server ran asyncio.run until e04d5b8's successors put it on uvloop.
-        loop = self.loop or ("asyncio" if self.revision else "uvloop")
+        loop = self.loop or ("asyncio" if self.revision in ASYNCIO_REVISIONS else "uvloop")
         code = f"code at {self.revision}" if self.revision else "this tree"
         return f"{code}, {json_}, {loop}"
 

@@ -43,21 +43,28 @@ class Step:
 #: The last commit before the second performance pass (caches, commit batching,
 #: request log at debug); "before" rows run the server exported from it.
 BEFORE_PASS = "e04d5b8"
+#: The end of the second pass, before the third (C parser with extension methods,
+#: one edge middleware, orjson for stored records and Raft commands, token key
+#: cache, pooled randomness): "second pass" rows run it.
+SECOND_PASS = "d782cc4"
 
 
 def _perfpass(rounds: int = 3) -> list[Step]:
     """Before/after, interleaved ``rounds`` times (a fresh server each time): run-to-run
     spread here is larger than some effects, so the table shows medians."""
     before = ServeFlags(revision=BEFORE_PASS)
+    second = ServeFlags(revision=SECOND_PASS)
     after = ServeFlags()
     on_asyncio = ServeFlags(loop="asyncio")
     single = [
         (before, f"one node, before: {before.label}"),
+        (second, f"one node, second pass: {second.label}"),
         (after, f"one node, after: {after.label}"),
         (on_asyncio, f"one node, after, server on asyncio: {on_asyncio.label}"),
     ]
     cluster = [
         (before, f"3 nodes, before: {before.label}"),
+        (second, f"3 nodes, second pass: {second.label}"),
         (after, f"3 nodes, after: {after.label}"),
     ]
     steps = []
