@@ -61,16 +61,23 @@ def _server_pid(target: Target) -> int:
 
 
 def py_spy_profile(
-    make: Callable[[], Target], view: str, name: str, concurrency: int, seconds: float
+    make: Callable[[], Target],
+    view: str,
+    name: str,
+    concurrency: int,
+    seconds: float,
+    gil: bool = False,
 ) -> tuple[LoadResult, dict[str, Any]]:
-    """py-spy on the serving process (the active node of a cluster), every thread."""
+    """py-spy on the serving process (the active node of a cluster), every thread;
+    with ``gil``, only the thread holding the GIL (what a process bound by its
+    GIL spends it on: samples in system calls that release it are left out)."""
     with make() as target:
         op = asyncio.run(_prepare(target, view, name, concurrency))
         pid = _server_pid(target)
         asyncio.run(wait_for_quiet(target.pids(), 25.0, 60.0))
         raw = target.workdir / f"py-spy-{name}.txt"
         argv = [_py_spy(), "record", "-p", str(pid), "-r", str(RATE), "-f", "raw"]
-        argv += ["-d", str(int(seconds)), "-o", str(raw)]
+        argv += ["-d", str(int(seconds)), "-o", str(raw)] + (["--gil"] if gil else [])
         spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.3)
         result = asyncio.run(
@@ -100,28 +107,32 @@ def pyinstrument_tree(name: str, concurrency: int, seconds: float) -> str:
         return out.with_suffix(".txt").read_text()
 
 
-_PLAN: list[tuple[str, Callable[[], Target], str, str]] = [
-    ("one node, inmem", lambda: CofferSingle("inmem"), "node", "kv2-read"),
-    ("one node, inmem", lambda: CofferSingle("inmem"), "node", "kv2-write"),
-    ("3 nodes, active node", lambda: CofferCluster(3), "active", "kv2-write"),
+#: (where, target, view, workload, GIL holder only)
+_PLAN: list[tuple[str, Callable[[], Target], str, str, bool]] = [
+    ("one node, inmem", lambda: CofferSingle("inmem"), "node", "kv2-read", False),
+    ("one node, inmem", lambda: CofferSingle("inmem"), "node", "kv2-write", False),
+    ("3 nodes, active node", lambda: CofferCluster(3), "active", "kv2-write", False),
+    ("one node, inmem, GIL holder", lambda: CofferSingle("inmem"), "node", "kv2-write", True),
+    ("3 nodes, active node, GIL holder", lambda: CofferCluster(3), "active", "kv2-write", True),
 ]
 
 
 def run_profiles(args: argparse.Namespace, out: Path | None) -> list[dict[str, Any]]:
     records = []
     seconds = max(args.seconds, 3.0)
-    for where, make, view, name in _PLAN:
-        result, summary = py_spy_profile(make, view, name, 32, seconds)
+    for where, make, view, name, gil in _PLAN:
+        result, summary = py_spy_profile(make, view, name, 32, seconds, gil)
         record = {
             "suite": "profile",
             "section": "profile",
             "where": where,
+            "gil": gil,
             "workload": name,
             "workload_label": workload("coffer", name).label,
             "summary": summary,
             **result.to_json(),
         }
-        if view == "node":
+        if view == "node" and not gil:
             tree = pyinstrument_tree(name, 32, seconds)
             if out is not None:
                 out.with_name(f"pyinstrument-{name}.txt").write_text(tree)

@@ -218,7 +218,9 @@ def profiles(records: list[Record]) -> str:
             f"**{r['workload_label']}, {r.get('where', 'one node')}, "
             f"concurrency {r['concurrency']}**: "
             f"{fmt(r['throughput'], 0)} ops/s while sampled, "
-            f"{summary.get('samples', 0):,} busy-thread samples at 250 Hz.\n"
+            f"{summary.get('samples', 0):,} "
+            f"{'samples of the GIL holder' if r.get('gil') else 'busy-thread samples'}"
+            " at 250 Hz.\n"
         )
         rows = []
         areas, selfs, totals = summary["areas"], summary["self"], summary["total"]

@@ -3,8 +3,8 @@
 Request ids and Raft command ids are taken on every request; one ``os.urandom``
 call per id was a measurable share of a KV read (a system call each,
 docs/performance.md). Taking 4 KiB at a time makes it one call per 256 ids.
-The bytes are the same kernel randomness, only fetched ahead; the pool is
-per process and never shared across a fork.
+The bytes are the same kernel randomness, only fetched ahead; a forked child
+starts with an empty pool.
 """
 
 from __future__ import annotations
@@ -20,17 +20,21 @@ class _Pool:
     def __init__(self) -> None:
         self._buffer = b""
         self._at = 0
-        self._pid = os.getpid()
 
     def take(self, count: int) -> bytes:
-        if self._at + count > len(self._buffer) or self._pid != os.getpid():
-            self._buffer, self._at, self._pid = os.urandom(max(_BLOCK, count)), 0, os.getpid()
+        if self._at + count > len(self._buffer):
+            self._buffer, self._at = os.urandom(max(_BLOCK, count)), 0
         start = self._at
         self._at = start + count
         return self._buffer[start : self._at]
 
+    def forget(self) -> None:
+        self._buffer, self._at = b"", 0
+
 
 _pool = _Pool()
+# A forked child must not hand out the bytes its parent hands out too.
+os.register_at_fork(after_in_child=_pool.forget)
 
 
 def random_bytes(count: int) -> bytes:

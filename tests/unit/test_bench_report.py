@@ -140,3 +140,26 @@ def test_update_docs_rewrites_blocks_and_the_readme_headline(tmp_path: Any) -> N
     assert text.startswith("prose stays\n") and "old" not in text
     assert "| coffer-inmem | direct | kv2-read | 32 | 3,000 |" in text
     assert "old" not in readme.read_text() and readme.read_text().endswith("end\n")
+
+
+def _profile_record(where: str, gil: bool) -> dict:
+    named = [{"name": f"f{i} (node/x.py)", "s": 1.0, "pct": 10.0 - i} for i in range(3)]
+    return {
+        "section": "profile",
+        "where": where,
+        "gil": gil,
+        "workload_label": "KV v2 write",
+        "concurrency": 32,
+        "throughput": 1000.0,
+        "summary": {"samples": 900, "areas": named, "self": named, "total": named},
+    }
+
+
+def test_profiles_say_which_samples_they_count() -> None:
+    text = tables.profiles(
+        [_profile_record("one node", gil=False), _profile_record("3 nodes, GIL", gil=True)]
+    )
+    first, second = text.split("**KV v2 write, 3 nodes, GIL")
+    assert "900 busy-thread samples at 250 Hz" in first
+    assert "900 samples of the GIL holder at 250 Hz" in second
+    assert "`f0 (node/x.py)` 10.0" in second
