@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,7 +21,7 @@ from chaos import launch
 from chaos.process import cluster as chaos_cluster
 from chaos.rest import SERVICE_TOKEN, Reply
 
-__all__ = ["ROOT", "Cluster", "Node", "Reply", "wait_until"]
+__all__ = ["ROOT", "Cluster", "Node", "Reply", "bootstrapped", "wait_until"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,3 +85,21 @@ class Cluster(chaos_cluster.Cluster):
     def standbys(self) -> list[Node]:
         active = self.active()
         return [n for n in self.nodes if n.running and n is not active]
+
+
+@contextlib.contextmanager
+def bootstrapped(
+    base: Path, size: int, forbidden: Sequence[str] = ("Traceback",)
+) -> Iterator[Cluster]:
+    """A bootstrapped cluster, closed afterwards; then no node's log may hold any of
+    ``forbidden`` (checked only when the tests using it passed)."""
+    nodes = Cluster(base, size)
+    try:
+        nodes.bootstrap()
+        yield nodes
+    finally:
+        nodes.close()
+    for node in nodes.nodes:
+        log = node.log_text()
+        for text in forbidden:
+            assert text not in log, f"{node.name}: {text!r} in {log[-4000:]}"

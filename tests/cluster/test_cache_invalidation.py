@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster.servers import Cluster, Node, Reply, wait_until
+from tests.cluster.servers import Cluster, Node, Reply, bootstrapped, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -22,15 +22,8 @@ DATA = "/v1/secret/data/"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    nodes = Cluster(tmp_path_factory.mktemp("cache"), 3)
-    try:
-        nodes.bootstrap()
+    with bootstrapped(tmp_path_factory.mktemp("cache"), 3) as nodes:
         yield nodes
-    finally:
-        nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        assert "Traceback" not in log, f"{node.name}: {log[-4000:]}"
 
 
 def write(node: Node, cluster: Cluster, path: str, data: dict[str, str]) -> None:

@@ -13,23 +13,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster.servers import Cluster, Node, wait_until
+from tests.cluster.servers import Cluster, Node, bootstrapped, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    nodes = Cluster(tmp_path_factory.mktemp("ha"), 3)
-    try:
-        nodes.bootstrap()
+    with bootstrapped(
+        tmp_path_factory.mktemp("ha"), 3, ("Traceback", "truncating already-applied")
+    ) as nodes:
         yield nodes
-    finally:
-        nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        assert "Traceback" not in log, f"{node.name}: {log[-4000:]}"
-        assert "truncating already-applied" not in log, node.name
 
 
 def write(node: Node, cluster: Cluster, path: str, data: dict[str, str], **kw: object) -> int:

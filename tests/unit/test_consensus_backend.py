@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,7 +18,7 @@ from consensus import ChangeSet, RaftBackend, RaftConfig
 from consensus.commands import Applied, Txn, new_command_id
 from consensus.journal import DurableJournal
 from consensus.node import RaftNode
-from consensus.testing import free_port, make_config, open_single_node
+from consensus.testing import free_port, lose_first_callback, make_config, open_single_node
 from node.errors import InvalidRequestError, StorageError
 from node.physical.base import Delete, Entry, Put
 
@@ -231,14 +230,7 @@ async def test_a_lost_callback_times_out_and_the_applied_outcome_is_found(
     tmp_path: Path,
 ) -> None:
     backend = await open_single_node(tmp_path / "raft", request_timeout=0.2)
-    submitted: list[bytes] = []
-    real_submit = backend._node.submit
-
-    def lose_first_callback(blob: bytes, callback: Any) -> None:
-        submitted.append(blob)
-        real_submit(blob, callback if len(submitted) > 1 else lambda *_: None)
-
-    backend._node.submit = lose_first_callback  # type: ignore[method-assign]
+    submitted = lose_first_callback(backend, forget_outcomes=False)
     try:
         started = time.monotonic()
         revision = await backend.put("k", b"v")
@@ -253,15 +245,7 @@ async def test_a_lost_callback_times_out_and_the_applied_outcome_is_found(
 async def test_a_resubmitted_command_is_applied_once(tmp_path: Path) -> None:
     """As on a follower whose replica has not applied the first attempt yet."""
     backend = await open_single_node(tmp_path / "raft", request_timeout=0.2)
-    submitted: list[bytes] = []
-    real_submit = backend._node.submit
-
-    def lose_first_callback(blob: bytes, callback: Any) -> None:
-        submitted.append(blob)
-        real_submit(blob, callback if len(submitted) > 1 else lambda *_: None)
-
-    backend._node.submit = lose_first_callback  # type: ignore[method-assign]
-    backend._node.state.result_for = lambda command_id: None  # type: ignore[method-assign]
+    submitted = lose_first_callback(backend)
     try:
         revision = await backend.put("k", b"v")
 

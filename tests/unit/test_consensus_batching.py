@@ -32,7 +32,7 @@ from consensus.commands import (
     new_command_id,
 )
 from consensus.state import KVState
-from consensus.testing import make_config, open_single_node
+from consensus.testing import lose_first_callback, make_config, open_single_node, single_node
 from consensus.transport import coalesce_acks
 from node.errors import RevisionMismatchError, StorageError
 from node.physical.base import Check, Delete, Entry, Put
@@ -44,11 +44,8 @@ def txn(*ops: Put | Delete | Check) -> Txn:
 
 @pytest.fixture
 async def backend(tmp_path: Path) -> AsyncIterator[RaftBackend]:
-    store = await open_single_node(tmp_path / "raft")
-    try:
+    async with single_node(tmp_path / "raft") as store:
         yield store
-    finally:
-        await store.close()
 
 
 # -- the format --------------------------------------------------------------------
@@ -379,17 +376,7 @@ async def test_a_lost_batch_callback_is_retried_per_command_and_applied_once(
     tmp_path: Path,
 ) -> None:
     backend = await open_single_node(tmp_path / "raft", request_timeout=0.2)
-    submitted: list[bytes] = []
-    real_submit = backend._node.submit
-
-    def lose_first_callback(blob: bytes, callback: Any) -> None:
-        submitted.append(blob)
-        real_submit(blob, callback if len(submitted) > 1 else lambda *_: None)
-
-    backend._node.submit = lose_first_callback  # type: ignore[method-assign]
-    # As on a follower that has not applied the first attempt yet: every
-    # command is re-submitted, and the replica must still apply it once.
-    backend._node.state.result_for = lambda command_id: None  # type: ignore[method-assign]
+    submitted = lose_first_callback(backend)
     try:
         revisions = await asyncio.gather(*(backend.put(f"k{n}", b"v") for n in range(5)))
 

@@ -23,7 +23,7 @@ from consensus import RaftBackend, RaftConfig, RaftConfigError
 from consensus.config import derive_transport_password, to_syncobj_conf
 from consensus.state import KVState
 from consensus.state_machine import ReplicatedStore
-from consensus.testing import TEST_TIMERS, make_config, open_single_node
+from consensus.testing import TEST_TIMERS, make_config, open_single_node, single_node
 
 MARKER = b"CIPHERTEXT-MARKER-7f3a"
 
@@ -39,11 +39,8 @@ def umask_022() -> Iterator[None]:
 
 @pytest.fixture
 async def backend(tmp_path: Path) -> AsyncIterator[RaftBackend]:
-    store = await open_single_node(tmp_path / "raft")
-    try:
+    async with single_node(tmp_path / "raft") as store:
         yield store
-    finally:
-        await store.close()
 
 
 async def wait_for_dump(backend: RaftBackend, path: Path) -> None:
