@@ -56,7 +56,8 @@ class ExtensionMethodParser:
     ``set_upgraded``).
     """
 
-    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # aiohttp's arguments for a request parser, kept for the Python one.
         self._args = args
         self._kwargs = kwargs
         self._parser: Any = aiohttp.http_parser.HttpRequestParserC(*args, **kwargs)
@@ -131,14 +132,10 @@ class ExtensionMethodParser:
         return self._parser.feed_data(data)  # type: ignore[no-any-return]
 
 
-def _extension_method_parser(*args: Any, **kwargs: Any) -> ExtensionMethodParser:
-    return ExtensionMethodParser(args, kwargs)
-
-
 def use_extension_method_parser() -> None:
     """Serve with :class:`ExtensionMethodParser` (the Python parser alone when aiohttp
     was installed without its C extensions)."""
     if getattr(aiohttp.http_parser, "HttpRequestParserC", None) is None:
         aiohttp.web_protocol.HttpRequestParser = aiohttp.http_parser.HttpRequestParserPy  # type: ignore[attr-defined]
         return
-    aiohttp.web_protocol.HttpRequestParser = _extension_method_parser  # type: ignore[attr-defined,assignment]
+    aiohttp.web_protocol.HttpRequestParser = ExtensionMethodParser  # type: ignore[attr-defined,assignment]

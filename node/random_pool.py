@@ -10,6 +10,7 @@ starts with an empty pool.
 from __future__ import annotations
 
 import os
+import threading
 
 __all__ = ["random_bytes", "random_hex"]
 
@@ -17,18 +18,24 @@ _BLOCK = 4096
 
 
 class _Pool:
+    """One lock around the cursor: two threads must never be handed the same bytes
+    (a repeated Raft command id would make a write look like a retry)."""
+
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._buffer = b""
         self._at = 0
 
     def take(self, count: int) -> bytes:
-        if self._at + count > len(self._buffer):
-            self._buffer, self._at = os.urandom(max(_BLOCK, count)), 0
-        start = self._at
-        self._at = start + count
-        return self._buffer[start : self._at]
+        with self._lock:
+            if self._at + count > len(self._buffer):
+                self._buffer, self._at = os.urandom(max(_BLOCK, count)), 0
+            start = self._at
+            self._at = start + count
+            return self._buffer[start : self._at]
 
     def forget(self) -> None:
+        self._lock = threading.Lock()  # the parent's may have been held at the fork
         self._buffer, self._at = b"", 0
 
 
