@@ -19,10 +19,11 @@ from node.barrier.view import BarrierView
 from node.errors import RevisionMismatchError
 from node.physical.base import Put
 from node.tokens.entry import TokenEntry
+from node.tokens.ids import BATCH_TOKEN_PREFIX, namespace_suffix, suffix_for, with_namespace
 
 __all__ = ["BATCH_PREFIX", "BatchCodec"]
 
-BATCH_PREFIX = "hvb."
+BATCH_PREFIX = BATCH_TOKEN_PREFIX
 _AAD = b"coffer-batch-token-v1"
 
 
@@ -55,13 +56,19 @@ class BatchCodec:
         nonce = os.urandom(12)
         plain = json.dumps(entry.to_json(), separators=(",", ":")).encode()
         sealed = nonce + AESGCM(await self._key_bytes()).encrypt(nonce, plain, _AAD)
-        return BATCH_PREFIX + base64.urlsafe_b64encode(sealed).decode().rstrip("=")
+        body = base64.urlsafe_b64encode(sealed).decode().rstrip("=")
+        # The base64url alphabet has no '.', so the namespace suffix stays separable.
+        return with_namespace(BATCH_PREFIX + body, entry.namespace_id)
 
     async def decode(self, token_id: str) -> TokenEntry | None:
-        body = token_id[len(BATCH_PREFIX) :]
+        suffix = namespace_suffix(token_id)
+        body = token_id[len(BATCH_PREFIX) :].removesuffix(f".{suffix}" if suffix else "")
         try:
             sealed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
             plain = AESGCM(await self._key_bytes()).decrypt(sealed[:12], sealed[12:], _AAD)
-            return TokenEntry.from_json(json.loads(plain))
+            entry = TokenEntry.from_json(json.loads(plain))
         except (binascii.Error, ValueError, InvalidTag, TypeError):
             return None
+        # The suffix is outside the sealed part: it must name the sealed namespace
+        # (none at all is a token minted before suffixes: still good).
+        return entry if suffix in ("", suffix_for(entry.namespace_id)) else None

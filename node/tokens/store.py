@@ -3,7 +3,8 @@
 Layout under the store's view: ``salt``; ``id/<key>`` (the entry, where
 key = HMAC-SHA256(salt, token ID)); ``accessor/<accessor>`` → key;
 ``parent/<parent key>/<child key>`` (index of children, so revoking a parent
-finds them without a scan); ``roles/<name>``.
+finds them without a scan). Token roles live beside it, per namespace
+(``node.auth.token.roles``).
 
 Every request looks its token up, so decoded entries are memoised by storage
 key and reused only while the stored bytes are identical (``DecodeMemo``):
@@ -27,7 +28,7 @@ from node.memo import DecodeMemo
 from node.physical.base import Delete, Put, TxnOp
 from node.tokens.batch import BatchCodec
 from node.tokens.entry import TokenEntry
-from node.tokens.ids import new_accessor, new_token_id
+from node.tokens.ids import new_accessor, new_token_id, with_namespace
 
 __all__ = ["RevokeHook", "TokenStore"]
 
@@ -97,12 +98,20 @@ class TokenStore:
     # -- creation -----------------------------------------------------------------
 
     async def store_new(self, entry: TokenEntry, token_id: str = "") -> tuple[str, TokenEntry]:
-        """Persist a new service token; ``entry.key``/accessor are filled in here."""
-        token_id = token_id or new_token_id()
+        """Persist a new service token; ``entry.key``/accessor are filled in here.
+
+        In a namespace other than root the ID (a chosen one too) and the accessor
+        end with ``.<namespace id>``, as in the reference.
+        """
+        namespace_id = entry.namespace_id
+        if token_id:
+            token_id = with_namespace(token_id, namespace_id)
+        else:
+            token_id = new_token_id(namespace_id)
         key = await self.hash_id(token_id)
         entry = entry.with_changes(
             key=key,
-            accessor=entry.accessor or new_accessor(),
+            accessor=entry.accessor or new_accessor(namespace_id),
             cubbyhole_id=entry.cubbyhole_id or uuid.uuid4().hex,
         )
         ops: list[TxnOp] = [
@@ -172,6 +181,12 @@ class TokenStore:
 
     async def list_accessors(self) -> list[str]:
         return await self._view.list("accessor/")
+
+    async def accessor_namespace(self, accessor: str) -> str | None:
+        """The namespace id of the token behind an accessor, whatever its expiry (None: gone)."""
+        pointer = await self._view.get_json(f"accessor/{accessor}") if accessor else None
+        entry = await self.get_by_key(pointer["key"]) if pointer else None
+        return entry.namespace_id if entry is not None else None
 
     async def all_entries(self) -> list[TokenEntry]:
         entries = []
@@ -256,21 +271,6 @@ class TokenStore:
         entry = await self.get_by_key(await self.hash_id(token_id))
         if entry is not None:
             await self.revoke_tree(entry)
-
-    # -- roles ------------------------------------------------------------------------------
-
-    async def get_role(self, name: str) -> dict[str, Any] | None:
-        raw: dict[str, Any] | None = await self._view.get_json(f"roles/{name}")
-        return raw
-
-    async def put_role(self, name: str, role: dict[str, Any]) -> None:
-        await self._view.put_json(f"roles/{name}", role)
-
-    async def delete_role(self, name: str) -> None:
-        await self._view.delete(f"roles/{name}")
-
-    async def list_roles(self) -> list[str]:
-        return await self._view.list("roles/")
 
 
 def _encode(value: Any) -> bytes:

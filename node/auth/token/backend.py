@@ -1,4 +1,9 @@
-"""Paths of ``auth/token/``, as in the reference's token store."""
+"""Paths of ``auth/token/``, as in the reference's token store.
+
+One backend per namespace's token mount. Every path that names a token other
+than the caller's resolves it through the namespace's ``TokenScope``: a token of
+another tenant answers as an unknown one. Roles are the namespace's own.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,15 @@ import time
 from typing import TYPE_CHECKING
 
 from node.auth.token.create import CreateContext, create_token
-from node.auth.token.roles import role_fields, role_paths
+from node.auth.token.roles import RoleStore, role_fields, role_paths
+from node.barrier.view import BarrierView
 from node.errors import InvalidRequestError, PermissionDeniedError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Auth, Response
 from node.namespaces.model import ROOT, Namespace
 from node.tokens.entry import TokenEntry
+from node.tokens.scope import TokenScope
 from node.tokens.ttl import renewed_expiry
 
 if TYPE_CHECKING:
@@ -45,6 +52,8 @@ class TokenBackend(FrameworkBackend):
     def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
         self._core = core
         self._namespace = namespace
+        self._scope = TokenScope(core.tokens, core.namespaces, namespace.id)
+        self._roles = RoleStore(BarrierView(core.barrier, namespace.storage_prefix + "sys/token/"))
         token_field = {"token": Field(FieldType.STRING, "The token.")}
         accessor_field = {"accessor": Field(FieldType.STRING, "The token's accessor.")}
         increment = {"increment": Field(FieldType.DURATION, "Seconds to extend the TTL by.", 0)}
@@ -126,7 +135,7 @@ class TokenBackend(FrameworkBackend):
                     "List token accessors.",
                     sudo=True,
                 ),
-                *role_paths(core.tokens, role_fields()),
+                *role_paths(self._roles, role_fields()),
             ]
         )
 
@@ -147,7 +156,7 @@ class TokenBackend(FrameworkBackend):
         token = (data.get("token") or "").strip()
         if not token:
             raise InvalidRequestError("missing token")
-        entry = await self._core.tokens.lookup(token)
+        entry = await self._scope.token(token)
         if entry is None:
             raise PermissionDeniedError("bad token")
         return entry
@@ -156,7 +165,7 @@ class TokenBackend(FrameworkBackend):
         accessor = (data.get("accessor") or "").strip()
         if not accessor:
             raise InvalidRequestError("missing accessor")
-        entry = await self._core.tokens.lookup_accessor(accessor)
+        entry = await self._scope.accessor(accessor)
         if entry is None:
             raise InvalidRequestError("invalid accessor")
         return entry
@@ -178,7 +187,7 @@ class TokenBackend(FrameworkBackend):
     ) -> Response:
         role = None
         if role_name:
-            role = await self._core.tokens.get_role(role_name)
+            role = await self._roles.get(role_name)
             if role is None:
                 raise InvalidRequestError(f"unknown role {role_name}")
         if data.get("entity_alias"):
@@ -261,7 +270,7 @@ class TokenBackend(FrameworkBackend):
         token = (data.get("token") or "").strip()
         if not token:
             raise InvalidRequestError("missing token")
-        entry = await self._core.tokens.lookup(token)
+        entry = await self._scope.token(token)
         if entry is None:
             raise InvalidRequestError("token not found")
         return await self._renew_entry(entry, data.get("increment"), token)
@@ -285,7 +294,7 @@ class TokenBackend(FrameworkBackend):
         token = (data.get("token") or "").strip()
         if not token:
             raise InvalidRequestError("missing token")
-        entry = await self._core.tokens.lookup(token)
+        entry = await self._scope.token(token)
         if entry is not None:
             await self._revoke_entry(entry)
 
@@ -299,7 +308,7 @@ class TokenBackend(FrameworkBackend):
         token = (data.get("token") or "").strip()
         if not token:
             raise InvalidRequestError("missing token")
-        entry = await self._core.tokens.lookup(token)
+        entry = await self._scope.token(token)
         if entry is None:
             raise InvalidRequestError("token to revoke not found")
         if entry.type == "batch":
@@ -307,7 +316,7 @@ class TokenBackend(FrameworkBackend):
         await self._core.tokens.revoke_orphan(entry)
 
     async def _accessors(self, request: Request, data: FieldData) -> Response:
-        keys = await self._core.tokens.list_accessors()
+        keys = await self._scope.accessors()
         if not keys:
             raise UnsupportedPathError()
         return Response(data={"keys": keys})

@@ -1,17 +1,22 @@
-"""Token roles (``auth/token/roles/:name``): templates for tokens created from them."""
+"""Token roles (``auth/token/roles/:name``): templates for tokens created from them.
+
+Each namespace has its own roles, kept under its storage prefix
+(``<prefix>sys/token/roles/<name>``; root's are where they always were), so a
+tenant can neither read nor change another's, and deleting a namespace deletes them.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 from typing import Any
 
+from node.barrier.view import BarrierView
 from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
-from node.tokens.store import TokenStore
 
-__all__ = ["TOKEN_TYPES", "role_fields", "role_paths"]
+__all__ = ["TOKEN_TYPES", "RoleStore", "role_fields", "role_paths"]
 
 TOKEN_TYPES = ("service", "batch", "default-service", "default-batch")
 
@@ -45,6 +50,26 @@ _LEGACY = {
 }
 
 
+class RoleStore:
+    """One namespace's token roles: ``roles/<name>`` under its token view."""
+
+    def __init__(self, view: BarrierView) -> None:
+        self._view = view
+
+    async def get(self, name: str) -> dict[str, Any] | None:
+        raw: dict[str, Any] | None = await self._view.get_json(f"roles/{name}")
+        return raw
+
+    async def put(self, name: str, role: dict[str, Any]) -> None:
+        await self._view.put_json(f"roles/{name}", role)
+
+    async def delete(self, name: str) -> None:
+        await self._view.delete(f"roles/{name}")
+
+    async def names(self) -> list[str]:
+        return await self._view.list("roles/")
+
+
 def role_fields() -> dict[str, Field]:
     fields = {name: Field(t, desc) for name, (t, _, desc) in _ROLE_SCHEMA.items()}
     for legacy, current in _LEGACY.items():
@@ -73,16 +98,16 @@ def _cidrs(values: list[str]) -> list[str]:
     return blocks
 
 
-def role_paths(store: TokenStore, fields: dict[str, Field]) -> list[Path]:
+def role_paths(store: RoleStore, fields: dict[str, Field]) -> list[Path]:
     async def read(request: Request, data: FieldData) -> Response:
-        role = await store.get_role(data.get("role_name"))
+        role = await store.get(data.get("role_name"))
         if role is None:
             raise UnsupportedPathError()
         return Response(data=_public(role, data.get("role_name")))
 
     async def write(request: Request, data: FieldData) -> None:
         name = data.get("role_name")
-        role = await store.get_role(name) or {}
+        role = await store.get(name) or {}
         for key, (_, default, _) in _ROLE_SCHEMA.items():
             if data.given(key):
                 role[key] = data.get(key)
@@ -108,13 +133,13 @@ def role_paths(store: TokenStore, fields: dict[str, Field]) -> list[Path]:
         # The creation code reads these names.
         role["period"] = role["token_period"]
         role["explicit_max_ttl"] = role["token_explicit_max_ttl"]
-        await store.put_role(name, role)
+        await store.put(name, role)
 
     async def delete(request: Request, data: FieldData) -> None:
-        await store.delete_role(data.get("role_name"))
+        await store.delete(data.get("role_name"))
 
     async def listing(request: Request, data: FieldData) -> Response:
-        keys = await store.list_roles()
+        keys = await store.names()
         if not keys:
             raise UnsupportedPathError()
         return Response(data={"keys": keys})

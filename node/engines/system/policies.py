@@ -10,6 +10,7 @@ from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT, Namespace
 from node.tokens.entry import TokenEntry
+from node.tokens.scope import TokenScope
 
 if TYPE_CHECKING:
     from node.core.core import Core
@@ -19,6 +20,8 @@ __all__ = ["policy_paths"]
 
 def policy_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
     store = core.policy_store(namespace.id)
+    # Tokens named by value or accessor: this namespace's (and, by value, its children's).
+    scope = TokenScope(core.tokens, core.namespaces, namespace.id)
 
     async def list_policies(request: Request, data: FieldData) -> Response:
         names = await store.list(include_root=True)
@@ -77,7 +80,7 @@ def policy_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
         token = data.get("token") or ""
         if not token:
             raise InvalidRequestError("missing token")
-        return await capabilities_of(await core.tokens.lookup(token), requested_paths(data))
+        return await capabilities_of(await scope.token(token), requested_paths(data))
 
     async def capabilities_self(request: Request, data: FieldData) -> Response:
         entry = await core.tokens.lookup(request.client_token)
@@ -89,7 +92,7 @@ def policy_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
         accessor = data.get("accessor") or ""
         if not accessor:
             raise InvalidRequestError("missing accessor")
-        entry = await core.tokens.lookup_accessor(accessor)
+        entry = await scope.accessor(accessor)
         if entry is None:
             raise InvalidRequestError("invalid accessor")
         return await capabilities_of(entry, requested_paths(data))
