@@ -140,6 +140,31 @@ async def test_ids_and_accessors_carry_the_namespace_id(dev: DevServer, world: W
     assert status == 403
 
 
+async def test_login_in_a_namespace_mints_its_tokens(dev: DevServer, world: World) -> None:
+    for method, path, body in (
+        ("POST", "sys/auth/userpass", {"type": "userpass"}),
+        ("POST", "auth/userpass/users/alice", {"password": "pw-alice", "token_ttl": "1h"}),
+    ):
+        status, reply = await as_admin(dev, world, method, path, body)
+        assert status == 204, reply
+    status, reply = await call(
+        dev,
+        "POST",
+        "auth/userpass/login/alice",
+        {"password": "pw-alice"},
+        None,
+        headers=ns_header("a"),
+    )
+    assert status == 200, reply
+    suffix = f".{world.ids['a']}"
+    login = Token(reply["auth"]["client_token"], reply["auth"]["accessor"])
+    assert login.token.endswith(suffix) and login.accessor.endswith(suffix)
+    status, reply = await call(
+        dev, "POST", "auth/token/revoke-accessor", {"accessor": login.accessor}
+    )
+    assert status == 400 and await alive(dev, login)
+
+
 async def test_create_with_a_parent_in_a_namespace(dev: DevServer, world: World) -> None:
     status, body = await as_admin(dev, world, "POST", "auth/token/create", {"ttl": "1h"})
     assert status == 200, body
