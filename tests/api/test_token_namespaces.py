@@ -21,6 +21,7 @@ import pytest
 
 from node.barrier.view import BarrierView
 from node.tokens.entry import TokenEntry
+from node.tokens.ids import namespace_suffix
 from tests.api.helpers import ROOT
 from tests.api.helpers import dev_call as call
 
@@ -138,6 +139,23 @@ async def test_ids_and_accessors_carry_the_namespace_id(dev: DevServer, world: W
         dev, "GET", "auth/token/lookup-self", None, forged, headers=ns_header("b")
     )
     assert status == 403
+
+
+@pytest.mark.parametrize(
+    ("value", "suffix"),
+    [
+        ("hvs.AbCdEfGhIjKlMnOpQrStUvWx", ""),
+        ("hvs.AbCdEfGhIjKlMnOpQrStUvWx.G6fup", "G6fup"),
+        ("AbCdEfGhIjKlMnOpQrStUvWx", ""),
+        ("AbCdEfGhIjKlMnOpQrStUvWx.G6fup", "G6fup"),
+        ("hvb.sealed-body_x", ""),
+        ("hvb.sealed-body_x.G6fup", "G6fup"),
+        ("s.legacyAbCdEfGhIjKlMnOp", ""),
+        ("dev-root", ""),
+    ],
+)
+def test_namespace_suffix(value: str, suffix: str) -> None:
+    assert namespace_suffix(value) == suffix
 
 
 async def test_login_in_a_namespace_mints_its_tokens(dev: DevServer, world: World) -> None:
@@ -355,6 +373,16 @@ async def test_roles(dev: DevServer, world: World) -> None:
     assert status == 204
     status, body = await call(dev, "GET", "auth/token/roles/ops")
     assert status == 200 and body["data"]["allowed_policies"] == ["root-only"]
+    # a namespace's roles go with it
+    status, _ = await call(
+        dev, "POST", "auth/token/roles/ops", {"allowed_policies": ["x"]}, headers=ns_header("b")
+    )
+    assert status == 204
+    where = f"namespaces/{world.ids['b']}/"
+    assert await dev.core.barrier.list(where + "sys/token/roles/") == ["ops"]
+    status, _ = await call(dev, "DELETE", "sys/namespaces/b")
+    assert status == 204
+    assert await dev.core.barrier.list(where) == []
 
 
 # -- tokens minted before suffixes ----------------------------------------------------
