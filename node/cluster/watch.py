@@ -3,6 +3,10 @@
 * Becoming active (unsealed leader) starts the token expiration manager;
   losing leadership or sealing stops it, so only one node revokes on time.
 * The node's registry record is published (retried until a quorum takes it).
+* A standby keeps what ``staleness`` needs: when it last knew a connected
+  leader, and the highest commit index it has learned (its own, and the
+  active node's from ``sys/leader``, polled twice a second), so requests can
+  tell whether its replica is fresh enough to read from.
 * A node that has been out of touch with a leader for a while asks its peers, with a signed
   question, whether it is still a member; pysyncobj never tells a removed
   node, and the others refuse its connections, so this is how it learns it
@@ -13,12 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from node.cluster.staleness import stale_reason
 from node.errors import CofferError
+from node.outbound import OutboundError
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster
@@ -31,6 +38,8 @@ _TICK = 0.05
 _LEADERLESS_BEFORE_ASKING = 2.0
 _ASK_EVERY = 1.0
 _PUBLISH_RETRY = 1.0
+_POLL_LEADER_EVERY = 0.5
+_POLL_LEADER_TIMEOUT = 1.0
 
 
 class Watcher:
@@ -43,6 +52,12 @@ class Watcher:
         self.caught_up = False
         #: Peer cluster address -> when (monotonic) it was last seen connected.
         self.last_seen: dict[str, float] = {}
+        #: When (monotonic) this node last knew a leader it is connected to.
+        self.leader_contact = time.monotonic()
+        #: The highest Raft commit index learned (own or the active node's).
+        self.leader_commit = 0
+        #: Why a standby must not serve local reads now ("" when it may).
+        self.stale = ""
         self._task: asyncio.Task[None] | None = None
         self._side: set[asyncio.Task[None]] = set()
 
@@ -59,6 +74,8 @@ class Watcher:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._side.clear()
         self.caught_up = False
+        self.leader_commit = 0
+        self.stale = ""
         await self._set_active(False)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
@@ -72,6 +89,8 @@ class Watcher:
         next_ask = 0.0
         self._spawn(self._publish(), "cluster-publish")
         self._spawn(self._catch_up(), "cluster-catch-up")
+        self._spawn(self._poll_leader(), "cluster-poll-leader")
+        self.leader_contact = time.monotonic()
         while True:
             await asyncio.sleep(_TICK)
             replica = cluster.storage.replica
@@ -80,14 +99,17 @@ class Watcher:
             await self._set_active(not cluster.core.sealed and replica.is_leader())
             now = time.monotonic()
             connected = set()
-            for peer in replica.status().get("peers", []):
+            status = replica.status()
+            for peer in status.get("peers", []):
                 if peer.get("connected"):
                     self.last_seen[peer["address"]] = now
                     connected.add(peer["address"])
             # pysyncobj starts no election while connected to nobody, so a removed
             # node may keep its old leader forever: "in touch" needs the link too.
             leader = replica.leader()
-            if leader is not None and (replica.is_leader() or leader.address in connected):
+            in_touch = leader is not None and (replica.is_leader() or leader.address in connected)
+            self._observe(now, in_touch, replica.is_leader(), status)
+            if in_touch:
                 leaderless_since = None
                 continue
             leaderless_since = leaderless_since or now
@@ -95,6 +117,44 @@ class Watcher:
                 next_ask = now + _ASK_EVERY
                 if not any(t.get_name() == "cluster-ask" for t in self._side):
                     self._spawn(self._ask_membership(), "cluster-ask")
+
+    def _observe(self, now: float, in_touch: bool, leader: bool, status: dict[str, Any]) -> None:
+        """Refresh :attr:`stale` from this tick's view of the leader and the replica."""
+        if in_touch:
+            self.leader_contact = now
+        self.leader_commit = max(self.leader_commit, int(status.get("commit_index") or 0))
+        if leader:
+            self.stale = ""
+            return
+        self.stale = stale_reason(
+            self._cluster.settings.staleness,
+            leader_lost_for=now - self.leader_contact,
+            leader_commit=self.leader_commit,
+            applied=int(status.get("applied_index") or 0),
+        )
+
+    async def _poll_leader(self) -> None:
+        """Learn the active node's commit index: a follower that needs a snapshot
+        cannot know it from its own log, which ends where it fell behind."""
+        cluster = self._cluster
+        while True:
+            await asyncio.sleep(_POLL_LEADER_EVERY)
+            replica = cluster.replica
+            if replica is None or replica.is_leader() or cluster.core.sealed:
+                continue
+            state = await cluster.state()
+            http = cluster.http or cluster.core.http_client
+            if not state.leader_api_addr or http is None:
+                continue
+            url = state.leader_api_addr.rstrip("/") + "/v1/sys/leader"
+            try:
+                reply = await http.request("GET", url, timeout=_POLL_LEADER_TIMEOUT)
+                doc = json.loads(reply.body) if reply.status == 200 else {}
+            except (OutboundError, ValueError):
+                continue
+            index = doc.get("raft_committed_index") if isinstance(doc, dict) else None
+            if isinstance(index, int) and doc.get("is_self") is True:
+                self.leader_commit = max(self.leader_commit, index)
 
     async def _set_active(self, active: bool) -> None:
         if active == self.active:
