@@ -50,7 +50,7 @@ from api.keys import CORE
 from api.outbound import bounded_request
 from api.translate import client_token, header
 from node.cluster.cluster import Cluster
-from node.cluster.errors import NoActiveNodeError, NotCaughtUpError
+from node.cluster.errors import IndexNotReachedError, NoActiveNodeError, NotCaughtUpError
 from node.cluster.role import HAState
 from node.cluster.secrets import sign, verify
 from node.core.core import Core
@@ -256,7 +256,13 @@ async def _serve_as_active(
     request: web.Request, handler: Handler, cluster: Cluster
 ) -> web.StreamResponse:
     """Answer here, telling the client which index its write (or read) reached."""
-    await require_index(request, cluster)
+    try:
+        await require_index(request, cluster)
+    except IndexNotReachedError as exc:
+        # Decided here, not on a standby: the index headers say how far this node got.
+        refused = error_response(exc.status, [str(exc)])
+        add_index_headers(refused, cluster)
+        return refused
     response = await handler(request)
     add_index_headers(response, cluster)
     return response
