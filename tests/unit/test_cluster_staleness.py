@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from node.cluster.role import HAState
 from node.cluster.staleness import StalenessBounds, stale_reason
+from node.cluster.watch import Watcher
 from node.config import ConfigError, load_config
 from node.core.health import parse_health_query
+
+if TYPE_CHECKING:
+    from node.cluster.cluster import Cluster as ClusterType
 
 BOUNDS = StalenessBounds(max_leader_loss=1.0, max_lag=100)
 
@@ -100,3 +105,41 @@ def test_the_bounds_are_configured_in_the_raft_stanza(
 def test_bad_bounds_name_the_key(tmp_path: Path, line: str) -> None:
     with pytest.raises(ConfigError, match=line.split(" ")[0]):
         _raft(tmp_path, f"  {line}\n")
+
+
+class _Settings:
+    staleness = BOUNDS
+
+
+class _Cluster:
+    settings = _Settings()
+
+
+def _watcher() -> Watcher:
+    return Watcher(cast("ClusterType", _Cluster()))
+
+
+def test_the_watcher_takes_the_highest_commit_it_learned() -> None:
+    watcher = _watcher()
+    watcher._observe(10.0, True, False, {"commit_index": 300, "applied_index": 300})
+    assert watcher.stale == "" and watcher.leader_commit == 300
+    watcher.leader_commit = 5000  # learned from the active node's sys/leader
+    watcher._observe(10.1, True, False, {"commit_index": 300, "applied_index": 300})
+    assert watcher.stale == "4700 entries behind the active node"
+    # Its own log never lowers what it learned; catching up clears it.
+    watcher._observe(10.2, True, False, {"commit_index": 4950, "applied_index": 4950})
+    assert watcher.leader_commit == 5000 and watcher.stale == ""
+
+
+def test_the_watcher_counts_leader_loss_from_the_last_contact() -> None:
+    watcher = _watcher()
+    watcher._observe(10.0, True, False, {})
+    watcher._observe(10.9, False, False, {})
+    assert watcher.stale == ""
+    watcher._observe(11.2, False, False, {})
+    assert watcher.stale == "no contact with the active node for 1.2s"
+    watcher._observe(11.3, True, False, {})
+    assert watcher.stale == ""
+    # The leader itself is never stale.
+    watcher._observe(20.0, False, True, {"commit_index": 1, "applied_index": 0})
+    assert watcher.stale == ""
