@@ -108,7 +108,13 @@ class Watcher:
             # node may keep its old leader forever: "in touch" needs the link too.
             leader = replica.leader()
             in_touch = leader is not None and (replica.is_leader() or leader.address in connected)
-            self._observe(now, in_touch, replica.is_leader(), status)
+            # Raw Raft indexes; the status may lack them (then the commit index
+            # stands in for the applied one: a follower applies what it commits).
+            commit = status.get("commit_index")
+            commit = commit if isinstance(commit, int) else replica.committed_index()
+            applied = status.get("applied_index")
+            applied = applied if isinstance(applied, int) else commit
+            self._observe(now, in_touch, replica.is_leader(), commit, applied)
             if in_touch:
                 leaderless_since = None
                 continue
@@ -118,11 +124,11 @@ class Watcher:
                 if not any(t.get_name() == "cluster-ask" for t in self._side):
                     self._spawn(self._ask_membership(), "cluster-ask")
 
-    def _observe(self, now: float, in_touch: bool, leader: bool, status: dict[str, Any]) -> None:
+    def _observe(self, now: float, in_touch: bool, leader: bool, commit: int, applied: int) -> None:
         """Refresh :attr:`stale` from this tick's view of the leader and the replica."""
         if in_touch:
             self.leader_contact = now
-        self.leader_commit = max(self.leader_commit, int(status.get("commit_index") or 0))
+        self.leader_commit = max(self.leader_commit, commit)
         if leader:
             self.stale = ""
             return
@@ -130,7 +136,7 @@ class Watcher:
             self._cluster.settings.staleness,
             leader_lost_for=now - self.leader_contact,
             leader_commit=self.leader_commit,
-            applied=int(status.get("applied_index") or 0),
+            applied=applied,
         )
 
     async def _poll_leader(self) -> None:

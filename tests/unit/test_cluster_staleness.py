@@ -121,25 +121,25 @@ def _watcher() -> Watcher:
 
 def test_the_watcher_takes_the_highest_commit_it_learned() -> None:
     watcher = _watcher()
-    watcher._observe(10.0, True, False, {"commit_index": 300, "applied_index": 300})
+    watcher._observe(10.0, True, False, 300, 300)
     assert watcher.stale == "" and watcher.leader_commit == 300
     watcher.leader_commit = 5000  # learned from the active node's sys/leader
-    watcher._observe(10.1, True, False, {"commit_index": 300, "applied_index": 300})
+    watcher._observe(10.1, True, False, 300, 300)
     assert watcher.stale == "4700 entries behind the active node"
     # Its own log never lowers what it learned; catching up clears it.
-    watcher._observe(10.2, True, False, {"commit_index": 4950, "applied_index": 4950})
+    watcher._observe(10.2, True, False, 4950, 4950)
     assert watcher.leader_commit == 5000 and watcher.stale == ""
 
 
 def test_the_watcher_counts_leader_loss_from_the_last_contact() -> None:
     watcher = _watcher()
-    watcher._observe(10.0, True, False, {})
-    watcher._observe(10.9, False, False, {})
+    watcher._observe(10.0, True, False, 0, 0)
+    watcher._observe(10.9, False, False, 0, 0)
     assert watcher.stale == ""
-    watcher._observe(11.2, False, False, {})
+    watcher._observe(11.2, False, False, 0, 0)
     assert watcher.stale == "no contact with the active node for 1.2s"
-    watcher._observe(11.3, True, False, {})
+    watcher._observe(11.3, True, False, 0, 0)
     assert watcher.stale == ""
     # The leader itself is never stale.
-    watcher._observe(20.0, False, True, {"commit_index": 1, "applied_index": 0})
+    watcher._observe(20.0, False, True, 1, 0)
     assert watcher.stale == ""
