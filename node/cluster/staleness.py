@@ -9,7 +9,8 @@ both in the ``storage "raft"`` stanza (docs/clustering.md):
   after the last heartbeat), so the bound counts from then.
 * ``standby_read_max_lag`` (default 1000 entries, the reference's
   ``max_trailing_logs``): the leader's commit index, as last learned, is
-  more than this many Raft entries ahead of what this replica applied.
+  more than this many Raft entries ahead of what this replica applied
+  (learned from its own log and the peers' ``sys/leader``; see ``watch``).
 
 Past either bound the standby forwards its reads to the active node, or
 answers 503 "not caught up" when there is none to forward to. The decision

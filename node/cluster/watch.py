@@ -5,7 +5,8 @@
 * The node's registry record is published (retried until a quorum takes it).
 * A standby keeps what ``staleness`` needs: when it last knew a connected
   leader, and the highest commit index it has learned (its own, and the
-  active node's from ``sys/leader``, polled twice a second), so requests can
+  active node's from ``sys/leader``, polled twice a second; every peer's
+  while no leader is known), so requests can
   tell whether its replica is fresh enough to read from.
 * A node that has been out of touch with a leader for a while asks its peers, with a signed
   question, whether it is still a member; pysyncobj never tells a removed
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from node.cluster.staleness import stale_reason
 from node.errors import CofferError
-from node.outbound import OutboundError
+from node.outbound import HttpClient, OutboundError
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster
@@ -140,27 +141,42 @@ class Watcher:
         )
 
     async def _poll_leader(self) -> None:
-        """Learn the active node's commit index: a follower that needs a snapshot
-        cannot know it from its own log, which ends where it fell behind."""
+        """Learn how far the cluster has committed: a follower that needs a
+        snapshot, or is cut off, cannot see it in its own log.
+
+        Asks the active node's ``sys/leader``; with no leader known, every
+        peer's (any node's commit index is a lower bound of the cluster's, so
+        the highest answer is safe to compare with).
+        """
         cluster = self._cluster
         while True:
             await asyncio.sleep(_POLL_LEADER_EVERY)
             replica = cluster.replica
-            if replica is None or replica.is_leader() or cluster.core.sealed:
+            http = cluster.http or cluster.core.http_client
+            if replica is None or replica.is_leader() or cluster.core.sealed or http is None:
                 continue
             state = await cluster.state()
-            http = cluster.http or cluster.core.http_client
-            if not state.leader_api_addr or http is None:
-                continue
-            url = state.leader_api_addr.rstrip("/") + "/v1/sys/leader"
-            try:
-                reply = await http.request("GET", url, timeout=_POLL_LEADER_TIMEOUT)
-                doc = json.loads(reply.body) if reply.status == 200 else {}
-            except (OutboundError, ValueError):
-                continue
-            index = doc.get("raft_committed_index") if isinstance(doc, dict) else None
-            if isinstance(index, int) and doc.get("is_self") is True:
-                self.leader_commit = max(self.leader_commit, index)
+            targets = [state.leader_api_addr] if state.leader_api_addr else []
+            if not targets:
+                with contextlib.suppress(CofferError):
+                    targets = [
+                        r.api_addr
+                        for r in await cluster.registry.all()
+                        if r.node_id != cluster.settings.node_id and r.api_addr
+                    ]
+            indexes = await asyncio.gather(*(self._commit_of(http, t) for t in targets))
+            self.leader_commit = max([self.leader_commit, *indexes])
+
+    @staticmethod
+    async def _commit_of(http: HttpClient, api_addr: str) -> int:
+        url = api_addr.rstrip("/") + "/v1/sys/leader"
+        try:
+            reply = await http.request("GET", url, timeout=_POLL_LEADER_TIMEOUT)
+            doc = json.loads(reply.body) if reply.status == 200 else {}
+        except (OutboundError, ValueError):
+            return 0
+        index = doc.get("raft_committed_index") if isinstance(doc, dict) else None
+        return index if isinstance(index, int) else 0
 
     async def _set_active(self, active: bool) -> None:
         if active == self.active:

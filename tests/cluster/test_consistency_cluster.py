@@ -9,6 +9,8 @@ performance standby's staleness bound.
 * A standby left without a leader (the active node and the other standby
   frozen with SIGSTOP) stops serving reads from its replica once its bound
   has passed: 503 "not caught up" and ``sys/health`` 474.
+* A standby cut off by the firewall falls behind the cluster's commit
+  index past its lag bound and stops too (needs iptables as root).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.cluster.servers import Cluster, Node, Reply, wait_until
+from tests.cluster.test_ha_partition import iptables_usable, partitioned
+from tests.conftest import require
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -154,3 +159,39 @@ def test_a_standby_without_a_leader_stops_serving_its_replica(cluster: Cluster) 
     cluster.wait_roles(timeout=60)
     for node in cluster.nodes:
         wait_until(lambda n=node: _read(n, cluster, "frozen", {}).status == 200, 30, "serving")
+
+
+def test_a_standby_that_fell_behind_stops_serving_its_replica(tmp_path: Path) -> None:
+    """Cut off by the firewall (its API still reachable), with a leader-loss bound
+    too long to matter: the lag bound alone stops its reads."""
+    require(iptables_usable(), "iptables (as root) is needed to partition a node")
+    bounds = '  standby_read_max_leader_loss = "10m"\n  standby_read_max_lag = 5\n'
+    cluster = Cluster(tmp_path, 3, extra_raft=bounds)
+    try:
+        cluster.bootstrap()
+        active = cluster.active()
+        behind = cluster.standbys()[0]
+        _write(active, cluster, "lag", "0")
+        wait_until(lambda: _read(behind, cluster, "lag", {}).status == 200, 10, "replicated")
+        with partitioned(behind.raft_ip):
+            for n in range(1, 21):
+                _write(active, cluster, "lag", str(n))
+
+            def refused() -> Reply:
+                got = _read(behind, cluster, "lag", {})
+                assert got.status == 503, got
+                return got
+
+            (message,) = wait_until(refused, 30, "the lagging standby to stop").errors
+            assert message.startswith("not caught up: ") and "entries behind" in message
+            assert behind.health() == 473  # lagging, but within its leader-loss bound
+        cluster.wait_roles(timeout=60)
+
+        def serves_the_last_write() -> bool:
+            got = _read(behind, cluster, "lag", {})
+            assert got.status == 200, got
+            return bool(got.json["data"]["data"] == {"v": "20"})
+
+        wait_until(serves_the_last_write, 60, "caught up and serving again")
+    finally:
+        cluster.close()
