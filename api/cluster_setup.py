@@ -14,6 +14,7 @@ from pathlib import Path
 
 from consensus.driver import ConsensusDriver
 from node.cluster.cluster import Cluster, ClusterSettings
+from node.cluster.staleness import DEFAULT_MAX_LAG, DEFAULT_MAX_LEADER_LOSS, StalenessBounds
 from node.cluster.storage import RaftStorage
 from node.config import ConfigError, ServerConfig
 from node.core.core import Core, CoreSettings
@@ -80,6 +81,12 @@ def raft_core(config: ServerConfig, settings: CoreSettings) -> Core:
             cluster_addr=cluster_addr,
             retry_join=tuple(options.get("retry_join", [])),
             performance_standby=not options.get("disable_performance_standby", False),
+            staleness=StalenessBounds(
+                max_leader_loss=float(
+                    options.get("standby_read_max_leader_loss", DEFAULT_MAX_LEADER_LOSS)
+                ),
+                max_lag=int(options.get("standby_read_max_lag", DEFAULT_MAX_LAG)),
+            ),
         ),
     )
     return core

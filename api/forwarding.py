@@ -13,8 +13,12 @@ body come back unchanged.
   verifies, so ``token_bound_cidrs`` hold through forwarding and no client
   can claim another address.
 * **Read-your-writes.** The active node returns its applied Raft index in
-  ``X-Coffer-Index``; a standby that relayed a write waits until its own
+  ``X-Coffer-Index`` (and as a state in ``X-Vault-Index``, see
+  ``api.consistency``); a standby that relayed a write waits until its own
   replica and caches have applied it before answering.
+* **Staleness.** A performance standby that lost the leader or lags it past
+  its bounds (``node.cluster.staleness``) forwards its reads, or answers 503
+  "not caught up" when there is no active node to forward to.
 * **No forwarding.** With ``X-Service-No-Request-Forwarding`` (or the Vault
   header) a standby answers 307 to the active node instead; with no known
   active node it answers 503 "no active node".
@@ -34,12 +38,19 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
+from api.consistency import (
+    INDEX_HEADER,
+    add_index_headers,
+    local_read_allowed,
+    require_index,
+    wants_active_node,
+)
 from api.envelope import error_response
 from api.keys import CORE
 from api.outbound import bounded_request
 from api.translate import client_token, header
 from node.cluster.cluster import Cluster
-from node.cluster.errors import NoActiveNodeError
+from node.cluster.errors import IndexNotReachedError, NoActiveNodeError, NotCaughtUpError
 from node.cluster.role import HAState
 from node.cluster.secrets import sign, verify
 from node.core.core import Core
@@ -50,7 +61,6 @@ __all__ = ["FORWARDER", "INDEX_HEADER", "Forwarder", "forwarding_middleware", "r
 
 log = logging.getLogger("coffer.forwarding")
 
-INDEX_HEADER = "X-Coffer-Index"
 FORWARDED_FOR = "X-Coffer-Forwarded-For"
 FORWARDED_SIG = "X-Coffer-Forwarded-Signature"
 NOT_ACTIVE = "X-Coffer-Not-Active"
@@ -246,9 +256,15 @@ async def _serve_as_active(
     request: web.Request, handler: Handler, cluster: Cluster
 ) -> web.StreamResponse:
     """Answer here, telling the client which index its write (or read) reached."""
+    try:
+        await require_index(request, cluster)
+    except IndexNotReachedError as exc:
+        # Decided here, not on a standby: the index headers say how far this node got.
+        refused = error_response(exc.status, [str(exc)])
+        add_index_headers(refused, cluster)
+        return refused
     response = await handler(request)
-    if cluster.replica is not None:
-        response.headers[INDEX_HEADER] = str(cluster.replica.applied_index())
+    add_index_headers(response, cluster)
     return response
 
 
@@ -273,8 +289,17 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         reply = error_response(503, ["this node is not the active node"])
         reply.headers[NOT_ACTIVE] = "1"
         return reply
-    if state.performance_standby and state.caught_up and await _serves_locally(request, core):
-        return await handler(request)
+    if (
+        state.performance_standby
+        and state.caught_up
+        and not wants_active_node(request)
+        and await _serves_locally(request, core)
+    ):
+        if not state.stale:
+            if await local_read_allowed(request, cluster):
+                return await handler(request)
+        elif not state.leader_api_addr:
+            raise NotCaughtUpError(state.stale)
     if not state.leader_api_addr:
         raise NoActiveNodeError()
     if header(request, "No-Request-Forwarding"):

@@ -110,9 +110,15 @@ async def health(request: web.Request) -> web.StreamResponse:
     initialized = await core.initialized()
     role = NodeRole(initialized=initialized, sealed=core.sealed)
     removed = False
+    standby_link: dict[str, Any] = {}
     if core.cluster is not None:
         state = await core.cluster.state()
         role, removed = state.node_role(initialized), state.removed
+        if state.standby:
+            standby_link = {
+                "ha_connection_healthy": state.ha_healthy,
+                "last_request_forwarding_heartbeat_ms": int(state.leader_lost_for * 1000),
+            }
     status = codes.status_for(role)
     if removed:
         raw = request.query.get("removedcode", str(_REMOVED_CODE)).strip()
@@ -136,6 +142,7 @@ async def health(request: web.Request) -> web.StreamResponse:
     }
     if core.cluster is not None:
         body["removed_from_cluster"] = removed
+        body.update(standby_link)
     if not sealed:
         body["cluster_name"] = core.cluster_name
         body["cluster_id"] = core.cluster_id

@@ -29,10 +29,12 @@ from node.cluster.role import HAState, derive_role
 from node.cluster.secrets import (
     challenge_key,
     forwarding_key,
+    index_state_key,
     new_nonce,
     raft_secret,
     seal_challenge,
 )
+from node.cluster.staleness import StalenessBounds
 from node.cluster.storage import RaftStorage
 from node.cluster.watch import Watcher
 from node.errors import (
@@ -65,6 +67,8 @@ class ClusterSettings:
     unseal_wait: float = 3.0
     #: How long a joiner waits for the leader to add it and send the keyring.
     join_wait: float = 30.0
+    #: When a performance standby stops serving reads from its replica.
+    staleness: StalenessBounds = field(default_factory=StalenessBounds)
 
 
 #: Marker keys a node writes after it comes up, to know it has caught up.
@@ -86,6 +90,8 @@ class Cluster:
         self.registry = Registry(storage)
         self.pending_join: PendingJoin | None = None
         self.forward_key: bytes | None = None
+        #: Signs and checks ``X-Vault-Index`` states (``node.cluster.consistency``).
+        self.index_key: bytes | None = None
         self._challenge_key: bytes | None = None
         self._unsubscribe: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -136,6 +142,8 @@ class Cluster:
             leader_cluster_addr=leader.address if leader else "",
             active_time=self.watcher.active_since if active else 0.0,
             caught_up=active or self.watcher.caught_up,
+            stale="" if active else self.watcher.stale,
+            leader_lost_for=0.0 if active else time.monotonic() - self.watcher.leader_contact,
             committed_index=replica.committed_index(),
             applied_index=replica.applied_index(),
         )
@@ -183,6 +191,7 @@ class Cluster:
 
     def _keep_keys(self, root_key: bytes) -> None:
         self.forward_key = forwarding_key(raft_secret(root_key))
+        self.index_key = index_state_key(self.forward_key)
         self._challenge_key = challenge_key(root_key)
 
     async def after_unseal(self) -> None:
@@ -199,7 +208,7 @@ class Cluster:
             self._unsubscribe = None
         await self.invalidator.stop()
         self.challenges.clear()
-        self.forward_key = self._challenge_key = None
+        self.forward_key = self.index_key = self._challenge_key = None
         await self.storage.detach()
 
     async def _wait_for_leader(self, replica: Replica, timeout: float, *, required: bool) -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from node.errors import CofferError
 
-__all__ = ["ClusterUnavailableError", "NoActiveNodeError", "RemovedError"]
+__all__ = [
+    "ClusterUnavailableError",
+    "IndexNotReachedError",
+    "NoActiveNodeError",
+    "NotCaughtUpError",
+    "RemovedError",
+]
 
 
 class ClusterUnavailableError(CofferError):
@@ -25,3 +31,22 @@ class RemovedError(CofferError):
 
     def __init__(self) -> None:
         super().__init__("this node was removed from the raft cluster")
+
+
+class IndexNotReachedError(CofferError):
+    """A request's ``X-Vault-Index`` is ahead of this replica (``X-Vault-Inconsistent: fail``).
+
+    The reference answers 412 with this text; its Go client retries on it.
+    """
+
+    status = 412
+
+    def __init__(self) -> None:
+        super().__init__("required index state not present")
+
+
+class NotCaughtUpError(ClusterUnavailableError):
+    """A performance standby too stale to read from, with no active node to forward to."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"not caught up: {reason}")

@@ -7,6 +7,7 @@
 | follower (voter), unsealed, ``disable_performance_standby = true`` | standby | 429 |
 | any, sealed | sealed | 503 |
 | removed from the configuration | removed (sealed for good) | 530 (``removedcode``) |
+| standby, no leader for ``standby_read_max_leader_loss`` | (standby) | 474 |
 
 pysyncobj has no non-voting members, so every follower is a voter; the
 mapping keeps the column so a non-voter role can slot in later.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from node.cluster.staleness import LEADER_LOST
 from node.core.health import NodeRole
 
 __all__ = ["HAState", "derive_role"]
@@ -39,6 +41,16 @@ class HAState:
     applied_index: int = 0
     #: A standby has applied a write committed after it came up (see ``Watcher``).
     caught_up: bool = True
+    #: Why a standby must not serve reads from its replica now ("" when it may;
+    #: ``node.cluster.staleness``).
+    stale: str = ""
+    #: Seconds since a standby last knew a connected leader (0 on the active node).
+    leader_lost_for: float = 0.0
+
+    @property
+    def ha_healthy(self) -> bool:
+        """False for a standby that lost the leader for longer than its bound (474)."""
+        return not (self.standby and self.stale.startswith(LEADER_LOST))
 
     @property
     def standby(self) -> bool:
@@ -51,6 +63,7 @@ class HAState:
             sealed=self.sealed,
             standby=self.standby and not self.performance_standby,
             performance_standby=self.standby and self.performance_standby,
+            ha_unhealthy=not self.ha_healthy,
         )
 
 

@@ -31,6 +31,7 @@ from node.errors import InvalidRequestError
 __all__ = [
     "challenge_key",
     "forwarding_key",
+    "index_state_key",
     "new_nonce",
     "open_challenge",
     "raft_secret",
@@ -97,3 +98,8 @@ def verify(key: bytes, signature: str, *parts: str) -> bool:
 
 def new_nonce() -> bytes:
     return os.urandom(32)
+
+
+def index_state_key(forward_key: bytes) -> bytes:
+    """Signs the ``X-Vault-Index`` states a node hands out (see ``consistency``)."""
+    return _derive(forward_key, b"coffer index state")

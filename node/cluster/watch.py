@@ -3,6 +3,11 @@
 * Becoming active (unsealed leader) starts the token expiration manager;
   losing leadership or sealing stops it, so only one node revokes on time.
 * The node's registry record is published (retried until a quorum takes it).
+* A standby keeps what ``staleness`` needs: when it last knew a connected
+  leader, and the highest commit index it has learned (its own, and the
+  active node's from ``sys/leader``, polled twice a second; every peer's
+  while no leader is known), so requests can
+  tell whether its replica is fresh enough to read from.
 * A node that has been out of touch with a leader for a while asks its peers, with a signed
   question, whether it is still a member; pysyncobj never tells a removed
   node, and the others refuse its connections, so this is how it learns it
@@ -13,12 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from node.cluster.staleness import stale_reason
 from node.errors import CofferError
+from node.outbound import HttpClient, OutboundError
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster
@@ -31,6 +39,8 @@ _TICK = 0.05
 _LEADERLESS_BEFORE_ASKING = 2.0
 _ASK_EVERY = 1.0
 _PUBLISH_RETRY = 1.0
+_POLL_LEADER_EVERY = 0.5
+_POLL_LEADER_TIMEOUT = 1.0
 
 
 class Watcher:
@@ -43,6 +53,12 @@ class Watcher:
         self.caught_up = False
         #: Peer cluster address -> when (monotonic) it was last seen connected.
         self.last_seen: dict[str, float] = {}
+        #: When (monotonic) this node last knew a leader it is connected to.
+        self.leader_contact = time.monotonic()
+        #: The highest Raft commit index learned (own or the active node's).
+        self.leader_commit = 0
+        #: Why a standby must not serve local reads now ("" when it may).
+        self.stale = ""
         self._task: asyncio.Task[None] | None = None
         self._side: set[asyncio.Task[None]] = set()
 
@@ -59,6 +75,8 @@ class Watcher:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._side.clear()
         self.caught_up = False
+        self.leader_commit = 0
+        self.stale = ""
         await self._set_active(False)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
@@ -72,6 +90,8 @@ class Watcher:
         next_ask = 0.0
         self._spawn(self._publish(), "cluster-publish")
         self._spawn(self._catch_up(), "cluster-catch-up")
+        self._spawn(self._poll_leader(), "cluster-poll-leader")
+        self.leader_contact = time.monotonic()
         while True:
             await asyncio.sleep(_TICK)
             replica = cluster.storage.replica
@@ -80,14 +100,23 @@ class Watcher:
             await self._set_active(not cluster.core.sealed and replica.is_leader())
             now = time.monotonic()
             connected = set()
-            for peer in replica.status().get("peers", []):
+            status = replica.status()
+            for peer in status.get("peers", []):
                 if peer.get("connected"):
                     self.last_seen[peer["address"]] = now
                     connected.add(peer["address"])
             # pysyncobj starts no election while connected to nobody, so a removed
             # node may keep its old leader forever: "in touch" needs the link too.
             leader = replica.leader()
-            if leader is not None and (replica.is_leader() or leader.address in connected):
+            in_touch = leader is not None and (replica.is_leader() or leader.address in connected)
+            # Raw Raft indexes; the status may lack them (then the commit index
+            # stands in for the applied one: a follower applies what it commits).
+            commit = status.get("commit_index")
+            commit = commit if isinstance(commit, int) else replica.committed_index()
+            applied = status.get("applied_index")
+            applied = applied if isinstance(applied, int) else commit
+            self._observe(now, in_touch, replica.is_leader(), commit, applied)
+            if in_touch:
                 leaderless_since = None
                 continue
             leaderless_since = leaderless_since or now
@@ -95,6 +124,59 @@ class Watcher:
                 next_ask = now + _ASK_EVERY
                 if not any(t.get_name() == "cluster-ask" for t in self._side):
                     self._spawn(self._ask_membership(), "cluster-ask")
+
+    def _observe(self, now: float, in_touch: bool, leader: bool, commit: int, applied: int) -> None:
+        """Refresh :attr:`stale` from this tick's view of the leader and the replica."""
+        if in_touch:
+            self.leader_contact = now
+        self.leader_commit = max(self.leader_commit, commit)
+        if leader:
+            self.stale = ""
+            return
+        self.stale = stale_reason(
+            self._cluster.settings.staleness,
+            leader_lost_for=now - self.leader_contact,
+            leader_commit=self.leader_commit,
+            applied=applied,
+        )
+
+    async def _poll_leader(self) -> None:
+        """Learn how far the cluster has committed: a follower that needs a
+        snapshot, or is cut off, cannot see it in its own log.
+
+        Asks the active node's ``sys/leader``; with no leader known, every
+        peer's (any node's commit index is a lower bound of the cluster's, so
+        the highest answer is safe to compare with).
+        """
+        cluster = self._cluster
+        while True:
+            await asyncio.sleep(_POLL_LEADER_EVERY)
+            replica = cluster.replica
+            http = cluster.http or cluster.core.http_client
+            if replica is None or replica.is_leader() or cluster.core.sealed or http is None:
+                continue
+            state = await cluster.state()
+            targets = [state.leader_api_addr] if state.leader_api_addr else []
+            if not targets:
+                with contextlib.suppress(CofferError):
+                    targets = [
+                        r.api_addr
+                        for r in await cluster.registry.all()
+                        if r.node_id != cluster.settings.node_id and r.api_addr
+                    ]
+            indexes = await asyncio.gather(*(self._commit_of(http, t) for t in targets))
+            self.leader_commit = max([self.leader_commit, *indexes])
+
+    @staticmethod
+    async def _commit_of(http: HttpClient, api_addr: str) -> int:
+        url = api_addr.rstrip("/") + "/v1/sys/leader"
+        try:
+            reply = await http.request("GET", url, timeout=_POLL_LEADER_TIMEOUT)
+            doc = json.loads(reply.body) if reply.status == 200 else {}
+        except (OutboundError, ValueError):
+            return 0
+        index = doc.get("raft_committed_index") if isinstance(doc, dict) else None
+        return index if isinstance(index, int) else 0
 
     async def _set_active(self, active: bool) -> None:
         if active == self.active:

@@ -6,6 +6,7 @@ merging the partial results is ``loader``'s job.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from node.config.schema import (
     labelled_blocks,
     optional,
 )
+from node.durations import UNIT_SECONDS, UNITS
 
 __all__ = ["SCALAR_KEYS", "STANZA_KEYS", "FileConfig", "parse_file"]
 
@@ -53,7 +55,15 @@ _STORAGE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "inmem": ((), ()),
     "file": (("path",), ("path",)),
     "raft": (
-        ("path", "node_id", "retry_join", "performance_multiplier", "disable_performance_standby"),
+        (
+            "path",
+            "node_id",
+            "retry_join",
+            "performance_multiplier",
+            "disable_performance_standby",
+            "standby_read_max_leader_loss",
+            "standby_read_max_lag",
+        ),
         ("path",),
     ),
 }
@@ -188,6 +198,14 @@ def _storage(value: Any, root: Where) -> StorageConfig | None:
             options["disable_performance_standby"] = as_bool(
                 body["disable_performance_standby"], where.at("disable_performance_standby")
             )
+        if "standby_read_max_leader_loss" in body:
+            options["standby_read_max_leader_loss"] = _fine_duration(
+                body["standby_read_max_leader_loss"], where.at("standby_read_max_leader_loss")
+            )
+        if "standby_read_max_lag" in body:
+            options["standby_read_max_lag"] = _non_negative(
+                body["standby_read_max_lag"], where.at("standby_read_max_lag")
+            )
         options["retry_join"] = _retry_joins(body.get("retry_join", []), where)
     return StorageConfig(kind, options)
 
@@ -254,6 +272,19 @@ def _non_negative(value: Any, where: Where) -> int:
     if number < 0:
         raise where.error(f"must not be negative, got {number}")
     return number
+
+
+def _fine_duration(value: Any, where: Where) -> float:
+    """Seconds, sub-second units allowed (``"500ms"``, ``"1.5s"``, ``2``): Raft-scale bounds."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    text = value.strip() if isinstance(value, str) else ""
+    if not text or not re.fullmatch(rf"(?:\d+(?:\.\d+)?(?:{UNITS}))+", text):
+        raise where.error(f'expected a duration such as "500ms" or "2s", got {describe(value)}')
+    return sum(
+        float(number) * UNIT_SECONDS[unit]
+        for number, unit in re.findall(rf"(\d+(?:\.\d+)?)({UNITS})", text)
+    )
 
 
 def _address(value: Any, where: Where) -> str:

@@ -16,6 +16,7 @@ _CODE_PARAMS = {
     "performancestandbycode": 473,
     "sealedcode": 503,
     "uninitcode": 501,
+    "haunhealthycode": 474,
 }
 
 
@@ -26,6 +27,8 @@ class NodeRole:
     standby: bool = False
     performance_standby: bool = False
     dr_secondary: bool = False
+    #: A standby that lost the active node for longer than its bound.
+    ha_unhealthy: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +38,16 @@ class HealthCodes:
     perfstandbyok: bool
 
     def status_for(self, role: NodeRole) -> int:
-        """The reference's order: uninit, sealed, DR secondary, perf standby, standby, active."""
+        """The reference's order: uninit, sealed, DR secondary, HA unhealthy (which
+        ``standbyok``/``perfstandbyok`` do not turn into 200), perf standby, standby, active."""
         if not role.initialized:
             return self.codes["uninitcode"]
         if role.sealed:
             return self.codes["sealedcode"]
         if role.dr_secondary:
             return self.codes["drsecondarycode"]
+        if role.ha_unhealthy:
+            return self.codes["haunhealthycode"]
         if role.performance_standby:
             return (
                 self.codes["activecode"]
