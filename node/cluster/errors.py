@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from node.errors import CofferError
 
-__all__ = ["ClusterUnavailableError", "NoActiveNodeError", "RemovedError"]
+__all__ = ["ClusterUnavailableError", "NoActiveNodeError", "RemovedError", "TooManyJoinsError"]
 
 
 class ClusterUnavailableError(CofferError):
@@ -25,3 +25,10 @@ class RemovedError(CofferError):
 
     def __init__(self) -> None:
         super().__init__("this node was removed from the raft cluster")
+
+
+class TooManyJoinsError(CofferError):
+    """The leader holds as many join challenges as it allows (for this source, or
+    at all); they expire, so the joiner retries."""
+
+    status = 429
