@@ -7,11 +7,15 @@ it does not know (yet). The request keeps its method, raw path and query,
 headers (minus hop-by-hop ones) and body; the reply's status, headers and
 body come back unchanged.
 
-* **Client address.** The standby adds ``X-Coffer-Forwarded-For`` and an
-  HMAC of it (with method and path) under a key derived from the Raft
-  secret; the active node uses it as the client address only when the HMAC
-  verifies, so ``token_bound_cidrs`` hold through forwarding and no client
-  can claim another address.
+* **Client address and signature.** The standby adds
+  ``X-Coffer-Forwarded-For`` and ``X-Coffer-Forwarded-Signature``: an HMAC
+  under a key derived from the Raft secret over the client address, method,
+  path, query, body digest, token, namespace, a timestamp and a nonce
+  (:mod:`node.cluster.relay`). The receiving node refuses (403) a request
+  carrying these headers whose signature is wrong, stale or replayed, and
+  otherwise uses the vouched address as the client's, so
+  ``token_bound_cidrs`` hold through forwarding, no client can claim another
+  address, and a captured forwarded request cannot be replayed or altered.
 * **Read-your-writes.** The active node returns its applied Raft index in
   ``X-Coffer-Index`` (and as a state in ``X-Vault-Index``, see
   ``api.consistency``); a standby that relayed a write waits until its own
@@ -48,14 +52,15 @@ from api.consistency import (
 from api.envelope import error_response
 from api.keys import CORE
 from api.outbound import bounded_request
+from api.tls import client_context, valid_ca_pem
 from api.translate import client_token, header
 from node.cluster.cluster import Cluster
 from node.cluster.errors import IndexNotReachedError, NoActiveNodeError, NotCaughtUpError
+from node.cluster.relay import Relayed, RelayRefusedError, body_digest, sign_relayed
 from node.cluster.role import HAState
-from node.cluster.secrets import sign, verify
 from node.core.core import Core
 from node.errors import CofferError
-from node.outbound import DEFAULT_TIMEOUT, HttpReply
+from node.outbound import DEFAULT_TIMEOUT, HttpClient, HttpReply
 
 __all__ = ["FORWARDER", "INDEX_HEADER", "Forwarder", "forwarding_middleware", "redirect"]
 
@@ -93,12 +98,56 @@ _ACTIVE_ONLY = re.compile(r"^/v1/sys/storage/raft/")
 _READ_METHODS = frozenset({"GET", "HEAD", "LIST", "HELP"})
 _ATTEMPTS = 4
 _WAIT_FOR_INDEX = 5.0
+#: Bodies at least this large are hashed off the event loop.
+_HASH_OFF_LOOP = 1 << 20
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+def _session_for(context: ssl.SSLContext) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=context),
+        cookie_jar=aiohttp.DummyCookieJar(),
+        auto_decompress=False,
+        timeout=aiohttp.ClientTimeout(total=60, connect=5),
+    )
+
+
+class _PinnedClient:
+    """A short-lived client that also trusts one join's ``leader_ca_cert``."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self._context = context
+        self._session: aiohttp.ClientSession | None = None
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> HttpReply:
+        if self._session is None:
+            self._session = _session_for(self._context)
+        return await bounded_request(
+            self._session, method, url, headers=headers, json=json, timeout=timeout
+        )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
 class Forwarder:
-    """One client session for everything a node sends to its peers' APIs."""
+    """One client session for everything a node sends to its peers' APIs.
+
+    Its trust is the configured CA file (or the system roots) plus the
+    ``leader_ca_cert`` of a join the leader accepted (:meth:`trust`); a join
+    in progress uses that certificate only through :meth:`pinned`.
+    """
 
     def __init__(self, ca_file: str | None = None) -> None:
         self._ca_file = ca_file
@@ -106,27 +155,23 @@ class Forwarder:
         self._session: aiohttp.ClientSession | None = None
         self._retired: list[aiohttp.ClientSession] = []
 
-    def trust(self, pem: str) -> None:
-        """Also trust ``pem`` (a join's ``leader_ca_cert``) for later connections."""
-        self._extra_ca.append(pem)
+    def pinned(self, ca_pem: str) -> HttpClient:
+        """A client trusting ``ca_pem`` too, for one join's calls (the caller closes it)."""
+        return _PinnedClient(client_context(self._ca_file, [*self._extra_ca, ca_pem]))
+
+    def trust(self, ca_pem: str) -> None:
+        """Also trust ``ca_pem`` for later connections (a certificate that does not
+        load is ignored: it must never break forwarding)."""
+        if ca_pem in self._extra_ca or not valid_ca_pem(ca_pem):
+            return
+        self._extra_ca.append(ca_pem)
         if self._session is not None:
             self._retired.append(self._session)  # closed with the forwarder
             self._session = None
 
-    def _ssl(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=self._ca_file)
-        for pem in self._extra_ca:
-            context.load_verify_locations(cadata=pem)
-        return context
-
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self._ssl()),
-                cookie_jar=aiohttp.DummyCookieJar(),
-                auto_decompress=False,
-                timeout=aiohttp.ClientTimeout(total=60, connect=5),
-            )
+            self._session = _session_for(client_context(self._ca_file, self._extra_ca))
         return self._session
 
     async def request(
@@ -156,15 +201,15 @@ class Forwarder:
     ) -> web.StreamResponse:
         """Relay ``request`` to the active node (retrying only what was never sent)."""
         body = await request.read()
-        client = request.remote or ""
+        relayed = await relayed_fields(request, request.remote or "", body)
         key = cluster.forward_key
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        if key is not None:
-            headers[FORWARDED_FOR] = client
-            headers[FORWARDED_SIG] = sign(key, client, request.method, request.raw_path)
         for attempt in range(_ATTEMPTS):
             if not state.leader_api_addr:
                 raise NoActiveNodeError()
+            if key is not None:  # a fresh nonce per attempt: a retry is not a replay
+                headers[FORWARDED_FOR] = relayed.client
+                headers[FORWARDED_SIG] = sign_relayed(key, relayed)
             url = URL(state.leader_api_addr.rstrip("/") + request.raw_path, encoded=True)
             try:
                 async with self._get_session().request(
@@ -176,10 +221,8 @@ class Forwarder:
                         continue
                     if request.method not in _READ_METHODS:
                         await _catch_up(cluster, reply.headers.get(INDEX_HEADER, ""))
-                    relayed = {
-                        k: v for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP
-                    }
-                    return web.Response(status=reply.status, body=payload, headers=relayed)
+                    back = {k: v for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP}
+                    return web.Response(status=reply.status, body=payload, headers=back)
             except aiohttp.ClientConnectorError:
                 if attempt == _ATTEMPTS - 1:
                     break
@@ -215,16 +258,50 @@ async def _catch_up(cluster: Cluster, raw_index: str) -> None:
         await cluster.invalidator.settled(index, _WAIT_FOR_INDEX)
 
 
-def verified_client(request: web.Request, cluster: Cluster) -> str | None:
-    """The client address a peer vouched for, if its signature checks out."""
+async def relayed_fields(request: web.Request, client: str, body: bytes) -> Relayed:
+    """What the forwarding signature covers, as both ends see it."""
+    path, _, query = request.raw_path.partition("?")
+    if len(body) >= _HASH_OFF_LOOP:
+        digest = await asyncio.to_thread(body_digest, body)
+    else:
+        digest = body_digest(body)
+    return Relayed(
+        client=client,
+        method=request.method,
+        path=path,
+        query=query,
+        body_sha256=digest,
+        token=client_token(request),
+        namespace=header(request, "Namespace"),
+    )
+
+
+class ForwardRefusedError(Exception):
+    """A request claims to be forwarded and its signature does not hold."""
+
+
+async def vouched_request(request: web.Request, cluster: Cluster) -> web.Request | None:
+    """``request`` with the client address a peer vouched for; ``None`` for a
+    request that is not forwarded. Raises :class:`ForwardRefusedError` for a
+    bad, stale or replayed one."""
     address = request.headers.get(FORWARDED_FOR)
     signature = request.headers.get(FORWARDED_SIG)
-    key = cluster.forward_key
-    if address is None or not signature or key is None:
+    if address is None and signature is None:
         return None
-    if verify(key, signature, address, request.method, request.raw_path):
-        return address
-    return None
+    key = cluster.forward_key
+    if key is None:
+        return None  # sealed: the handler answers as for any request
+    if address is None or not signature:
+        raise ForwardRefusedError("incomplete forwarding headers")
+    # Cloned before the body is read (aiohttp refuses after); the clone shares
+    # the body stream and keeps what it read for the handler.
+    vouched = request.clone(remote=address)
+    relayed = await relayed_fields(vouched, address, await vouched.read())
+    try:
+        cluster.relay_nonces.verify(key, signature, relayed)
+    except RelayRefusedError as exc:
+        raise ForwardRefusedError(str(exc)) from exc
+    return vouched
 
 
 async def _serves_locally(request: web.Request, core: Core) -> bool:
@@ -274,9 +351,16 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     cluster = core.cluster
     if cluster is None:
         return await handler(request)
-    vouched = verified_client(request, cluster)
+    try:
+        vouched = await vouched_request(request, cluster)
+    except ForwardRefusedError as exc:
+        log.warning(
+            "forwarded request refused",
+            extra={"event": "forward.refused", "reason": str(exc), "peer": request.remote},
+        )
+        return error_response(403, [f"forwarded request refused: {exc}"])
     if vouched is not None:
-        request = request.clone(remote=vouched)
+        request = vouched
     if not request.path.startswith("/v1/") or _LOCAL.match(request.path) or core.sealed:
         return await handler(request)
     if cluster.is_active():

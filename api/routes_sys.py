@@ -13,6 +13,7 @@ from api.envelope import json_response, render
 from api.forwarding import FORWARDER
 from api.keys import CORE
 from api.middleware import REQUEST_ID
+from api.tls import valid_ca_pem
 from api.translate import client_token, header, read_json_body
 from node.cluster.cluster import Cluster
 from node.cluster.membership import answer_membership
@@ -27,7 +28,10 @@ from node.errors import (
 )
 from node.logical.request import Operation, Request
 
-__all__ = ["sys_routes"]
+__all__ = ["NOT_JOINED", "sys_routes"]
+
+#: The unseal answer of a node whose ``retry_join`` has not fetched a challenge yet.
+NOT_JOINED = "not joined: retry_join has not reached a leader"
 
 
 def _int_field(body: dict[str, Any], name: str) -> int:
@@ -96,6 +100,8 @@ async def unseal(request: web.Request) -> web.Response:
     if not isinstance(key, str):
         raise InvalidRequestError("'key' must be a string")
     if not await core.initialized():
+        if core.cluster is not None and core.cluster.awaiting_join():
+            raise InvalidRequestError(NOT_JOINED)
         raise InvalidRequestError("Coffer is not initialized")
     return json_response((await core.unseal(key)).to_json())
 
@@ -207,19 +213,24 @@ def _str_field(body: dict[str, Any], name: str, *, required: bool = True) -> str
 
 
 async def raft_join(request: web.Request) -> web.Response:
+    """Unauthenticated, as in the reference; so a node that is initialised (or holds
+    Raft data, or is joining already) takes nothing from the request: it answers
+    the reference's ``{"joined": true}`` and changes no state. ``leader_ca_cert``
+    serves only this join's calls until the leader accepts the answer."""
     cluster = _cluster(request)
     body = await read_json_body(request)
     leader_api_addr = _str_field(body, "leader_api_addr")
     if body.get("non_voter"):
         raise InvalidRequestError("non-voting members are not supported by this build")
-    ca_cert = body.get("leader_ca_cert")
-    if isinstance(ca_cert, str) and ca_cert.strip():
-        request.app[FORWARDER].trust(ca_cert)
-    if body.get("retry"):
-        if not await request.app[CORE].initialized():
-            cluster.start_retry_join([leader_api_addr])
+    ca_cert = body.get("leader_ca_cert") or ""
+    if not isinstance(ca_cert, str) or (ca_cert and not valid_ca_pem(ca_cert)):
+        raise InvalidRequestError("leader_ca_cert: a PEM-encoded CA certificate is required")
+    if await request.app[CORE].initialized() or cluster.driver.has_data():
         return json_response({"joined": True})
-    return json_response({"joined": await cluster.join(leader_api_addr)})
+    if body.get("retry"):
+        cluster.start_retry_join([leader_api_addr], ca_cert)
+        return json_response({"joined": True})
+    return json_response({"joined": await cluster.join(leader_api_addr, ca_cert)})
 
 
 async def _on_active(request: web.Request, cluster: Cluster) -> web.StreamResponse | None:
@@ -237,7 +248,9 @@ async def bootstrap_challenge(request: web.Request) -> web.StreamResponse:
     if (relayed := await _on_active(request, cluster)) is not None:
         return relayed
     body = await read_json_body(request)
-    return json_response(await cluster.issue_challenge(_str_field(body, "server_id")))
+    # request.remote is the joiner's own address, also when a standby relayed it.
+    challenge = await cluster.issue_challenge(_str_field(body, "server_id"), request.remote or "")
+    return json_response(challenge)
 
 
 async def bootstrap_answer(request: web.Request) -> web.StreamResponse:

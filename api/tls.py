@@ -10,11 +10,28 @@ from __future__ import annotations
 import logging
 import ssl
 
-__all__ = ["CertificateReloader"]
+__all__ = ["CertificateReloader", "client_context", "valid_ca_pem"]
 
 log = logging.getLogger("coffer.tls")
 
 _MIN_VERSIONS = {"tls12": ssl.TLSVersion.TLSv1_2, "tls13": ssl.TLSVersion.TLSv1_3}
+
+
+def client_context(ca_file: str | None, extra_ca: list[str]) -> ssl.SSLContext:
+    """A client context trusting the system roots (or ``ca_file``) and ``extra_ca``."""
+    context = ssl.create_default_context(cafile=ca_file)
+    for pem in extra_ca:
+        context.load_verify_locations(cadata=pem)
+    return context
+
+
+def valid_ca_pem(pem: str) -> bool:
+    """Whether ``pem`` holds at least one certificate ``ssl`` can trust."""
+    try:
+        ssl.create_default_context().load_verify_locations(cadata=pem)
+    except (ssl.SSLError, ValueError, TypeError):
+        return False
+    return True
 
 
 class CertificateReloader:

@@ -14,17 +14,18 @@ import base64
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from node.cluster import joiner
 from node.cluster.errors import ClusterUnavailableError, NoActiveNodeError, RemovedError
 from node.cluster.invalidation import Invalidator
-from node.cluster.join import Challenges, PendingJoin
+from node.cluster.join import Challenges, PeerHttp, PendingJoin
 from node.cluster.membership import ask_peers
 from node.cluster.ports import Replica
 from node.cluster.registry import NodeRecord, Registry
+from node.cluster.relay import NonceLedger
 from node.cluster.role import HAState, derive_role
 from node.cluster.secrets import (
     challenge_key,
@@ -82,7 +83,7 @@ class Cluster:
         self.driver = storage.driver
         self.settings = settings
         #: Outgoing HTTP to other nodes (join, membership); set by the server.
-        self.http: HttpClient | None = None
+        self.http: PeerHttp | None = None
         self.removed = self.driver.was_removed()
         self.invalidator = Invalidator(core)
         self.watcher = Watcher(self)
@@ -92,6 +93,9 @@ class Cluster:
         self.forward_key: bytes | None = None
         #: Signs and checks ``X-Vault-Index`` states (``node.cluster.consistency``).
         self.index_key: bytes | None = None
+        #: Nonces of the forwarded requests this node accepted (see ``relay``).
+        self.relay_nonces = NonceLedger()
+        self._retry_joining = False
         self._challenge_key: bytes | None = None
         self._unsubscribe: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -208,6 +212,7 @@ class Cluster:
             self._unsubscribe = None
         await self.invalidator.stop()
         self.challenges.clear()
+        self.relay_nonces.clear()
         self.forward_key = self.index_key = self._challenge_key = None
         await self.storage.detach()
 
@@ -233,18 +238,52 @@ class Cluster:
             raise ClusterUnavailableError("no outgoing HTTP client is configured")
         return client
 
-    async def join(self, leader_api_addr: str) -> bool:
-        """Fetch a challenge from ``leader_api_addr``; unsealing finishes the join."""
-        return await joiner.join(self, leader_api_addr)
+    @contextlib.asynccontextmanager
+    async def join_http(self, leader_ca_cert: str = "") -> AsyncIterator[HttpClient]:
+        """The client for one join call: the peers' client, trusting ``leader_ca_cert`` too."""
+        if not leader_ca_cert:
+            yield self.http_client()
+            return
+        if self.http is None:
+            raise ClusterUnavailableError("no outgoing HTTP client is configured")
+        client = self.http.pinned(leader_ca_cert)
+        try:
+            yield client
+        finally:
+            await client.close()
 
-    def start_retry_join(self, leaders: list[str] | None = None) -> None:
-        targets = leaders or [
+    def trust_leader(self, leader_ca_cert: str) -> None:
+        """Called once the leader accepted our answer: its CA is the cluster's now."""
+        if leader_ca_cert and self.http is not None:
+            self.http.trust(leader_ca_cert)
+
+    async def join(self, leader_api_addr: str, leader_ca_cert: str = "") -> bool:
+        """Fetch a challenge from ``leader_api_addr``; unsealing finishes the join."""
+        return await joiner.join(self, leader_api_addr, leader_ca_cert)
+
+    def _configured_leaders(self) -> list[str]:
+        own = self.settings.api_addr.rstrip("/")
+        return [
             entry["leader_api_addr"]
             for entry in self.settings.retry_join
-            if entry.get("leader_api_addr", "").rstrip("/") != self.settings.api_addr.rstrip("/")
+            if entry.get("leader_api_addr", "").rstrip("/") != own
         ]
+
+    def start_retry_join(self, leaders: list[str] | None = None, leader_ca_cert: str = "") -> None:
+        targets = leaders or self._configured_leaders()
         if targets and not self.driver.has_data():
-            self._spawn(joiner.retry_join(self, targets), "cluster-retry-join")
+            self._retry_joining = True
+            self._spawn(joiner.retry_join(self, targets, leader_ca_cert), "cluster-retry-join")
+
+    def retry_join_stopped(self) -> None:
+        self._retry_joining = False
+
+    def awaiting_join(self) -> bool:
+        """Whether this uninitialised node is (or will be) retrying a join that has not
+        reached a leader yet: unsealing it has to wait for that, not for ``sys/init``."""
+        if self.removed or self.pending_join is not None or self.driver.has_data():
+            return False
+        return self._retry_joining or bool(self._configured_leaders())
 
     # -- joining (the leader's side) -------------------------------------------------------
 
@@ -256,13 +295,14 @@ class Cluster:
             raise NoActiveNodeError()
         return replica
 
-    async def issue_challenge(self, server_id: str) -> dict[str, Any]:
+    async def issue_challenge(self, server_id: str, source: str) -> dict[str, Any]:
+        """A challenge for ``server_id``, asked for by the client at ``source``."""
         replica = self._leader_replica()
         if not server_id or len(server_id) > 128:
             raise InvalidRequestError("server_id is required")
         assert self._challenge_key is not None
         nonce = new_nonce()
-        self.challenges.remember(server_id, nonce)
+        self.challenges.remember(server_id, nonce, source)
         config, root = await replica.get(SEAL_CONFIG_PATH), await replica.get(ROOT_KEY_PATH)
         if config is None or root is None:
             raise ClusterUnavailableError("the seal config is not stored yet")

@@ -10,6 +10,7 @@ __all__ = [
     "NoActiveNodeError",
     "NotCaughtUpError",
     "RemovedError",
+    "TooManyJoinsError",
 ]
 
 
@@ -50,3 +51,10 @@ class NotCaughtUpError(ClusterUnavailableError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"not caught up: {reason}")
+
+
+class TooManyJoinsError(CofferError):
+    """The leader holds as many join challenges as it allows (for this source, or
+    at all); they expire, so the joiner retries."""
+
+    status = 429

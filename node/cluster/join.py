@@ -12,6 +12,13 @@
    ``PUT bootstrap/answer {answer, server_id, cluster_addr}``.
 3. The leader compares in constant time and adds the peer; the joiner catches
    up and unseals its barrier from the replicated keyring.
+
+The challenge endpoint is unauthenticated, so its memory is bounded per
+source as well as in total (one address cannot take every slot), and a
+pending challenge is never replaced from another address (that would make
+the real joiner's answer fail). A ``leader_ca_cert`` given with the join is
+used for the join's own calls only; it joins the trust used for forwarding
+when the leader has accepted the answer, i.e. proved it holds the root key.
 """
 
 from __future__ import annotations
@@ -19,21 +26,54 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import ipaddress
 import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from node.cluster.errors import ClusterUnavailableError
+from node.cluster.errors import ClusterUnavailableError, TooManyJoinsError
 from node.errors import InvalidRequestError, PermissionDeniedError
 from node.outbound import HttpClient, OutboundError
 
-__all__ = ["Challenges", "PendingJoin", "fetch_challenge", "send_answer"]
+__all__ = [
+    "Challenges",
+    "PeerHttp",
+    "PendingJoin",
+    "fetch_challenge",
+    "send_answer",
+    "source_of",
+]
 
 #: How long a challenge may be answered.
 CHALLENGE_TTL = 600.0
 _MAX_PENDING = 64
+#: Outstanding challenges one source may hold (several nodes may join from one host).
+MAX_PER_SOURCE = 8
+
+
+class PeerHttp(HttpClient, Protocol):
+    """The client for other nodes' APIs, with the trust a join may add."""
+
+    def pinned(self, ca_pem: str) -> HttpClient:
+        """A client that also trusts ``ca_pem``, for one join's calls (close it after)."""
+        ...
+
+    def trust(self, ca_pem: str) -> None:
+        """Trust ``ca_pem`` from now on (the leader proved it holds the root key)."""
+        ...
+
+
+def source_of(address: str) -> str:
+    """The unit the per-source limit counts: an IPv4 address or an IPv6 /64."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,30 +85,51 @@ class PendingJoin:
     seal_config: bytes
     root_key_blob: bytes
     peers: dict[str, str] = field(default_factory=dict)
+    #: The CA the operator named for this leader (PEM), or "".
+    leader_ca_cert: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Challenge:
+    nonce: bytes
+    source: str
+    expires: float
 
 
 class Challenges:
     """The leader's outstanding challenges, by server id (in memory only)."""
 
     def __init__(self) -> None:
-        self._pending: dict[str, tuple[bytes, float]] = {}
+        self._pending: dict[str, _Challenge] = {}
 
-    def remember(self, server_id: str, nonce: bytes) -> None:
+    def remember(self, server_id: str, nonce: bytes, source: str) -> None:
+        """Hold ``nonce`` for ``server_id``, asked for from ``source`` (a client address).
+
+        A pending challenge is replaced only by a request from the same source
+        (a joiner that restarted asks again); from anywhere else it is refused.
+        """
         now = time.monotonic()
-        self._pending = {k: v for k, v in self._pending.items() if v[1] > now}
-        if len(self._pending) >= _MAX_PENDING:
-            raise InvalidRequestError("too many joins in progress")
-        self._pending[server_id] = (nonce, now + CHALLENGE_TTL)
+        self._pending = {k: v for k, v in self._pending.items() if v.expires > now}
+        unit = source_of(source)
+        current = self._pending.get(server_id)
+        if current is not None and current.source != unit:
+            raise InvalidRequestError(f"a join of server {server_id!r} is already in progress")
+        others = {k: v for k, v in self._pending.items() if k != server_id}
+        if sum(1 for v in others.values() if v.source == unit) >= MAX_PER_SOURCE:
+            raise TooManyJoinsError("too many joins in progress from this address")
+        if len(others) >= _MAX_PENDING:
+            raise TooManyJoinsError("too many joins in progress")
+        self._pending[server_id] = _Challenge(nonce, unit, now + CHALLENGE_TTL)
 
     def check(self, server_id: str, answer: str) -> None:
         pending = self._pending.get(server_id)
-        if pending is None or pending[1] < time.monotonic():
+        if pending is None or pending.expires < time.monotonic():
             raise InvalidRequestError(f"no challenge is outstanding for server {server_id!r}")
         try:
             given = base64.b64decode(answer, validate=True)
         except (binascii.Error, ValueError):
             given = b""
-        if not hmac.compare_digest(given, pending[0]):
+        if not hmac.compare_digest(given, pending.nonce):
             raise PermissionDeniedError()
         del self._pending[server_id]
 
@@ -107,7 +168,9 @@ async def _call(http: HttpClient, url: str, body: Mapping[str, Any]) -> dict[str
     return data if isinstance(data, dict) else doc
 
 
-async def fetch_challenge(http: HttpClient, leader_api_addr: str, server_id: str) -> PendingJoin:
+async def fetch_challenge(
+    http: HttpClient, leader_api_addr: str, server_id: str, leader_ca_cert: str = ""
+) -> PendingJoin:
     url = _url(leader_api_addr, "/v1/sys/storage/raft/bootstrap/challenge")
     data = await _call(http, url, {"server_id": server_id})
     peers = data.get("peers")
@@ -122,6 +185,7 @@ async def fetch_challenge(http: HttpClient, leader_api_addr: str, server_id: str
         seal_config=_b64(data.get("seal_config"), "seal config"),
         root_key_blob=_b64(data.get("root_key_blob"), "root key blob"),
         peers={str(k): str(v) for k, v in peers.items() if str(k) != server_id},
+        leader_ca_cert=leader_ca_cert,
     )
 
 

@@ -28,13 +28,20 @@ __all__ = ["complete_join", "join", "retry_join"]
 log = logging.getLogger("coffer.cluster")
 
 
-async def join(cluster: Cluster, leader_api_addr: str) -> bool:
-    """Fetch a challenge from ``leader_api_addr``; unsealing finishes the join."""
+async def join(cluster: Cluster, leader_api_addr: str, leader_ca_cert: str = "") -> bool:
+    """Fetch a challenge from ``leader_api_addr``; unsealing finishes the join.
+
+    ``leader_ca_cert`` is trusted for this join's calls only, until the leader
+    accepts the answer (:func:`complete_join`).
+    """
     if cluster.removed:
         raise RemovedError()
     if cluster.pending_join is not None or await cluster.core.initialized():
         return True
-    ticket = await fetch_challenge(cluster.http_client(), leader_api_addr, cluster.settings.node_id)
+    async with cluster.join_http(leader_ca_cert) as http:
+        ticket = await fetch_challenge(
+            http, leader_api_addr, cluster.settings.node_id, leader_ca_cert
+        )
     if cluster.pending_join is not None or await cluster.core.initialized():
         return True
     cluster.pending_join = ticket
@@ -45,14 +52,21 @@ async def join(cluster: Cluster, leader_api_addr: str) -> bool:
     return True
 
 
-async def retry_join(cluster: Cluster, targets: list[str]) -> None:
+async def retry_join(cluster: Cluster, targets: list[str], leader_ca_cert: str = "") -> None:
+    try:
+        await _retry(cluster, targets, leader_ca_cert)
+    finally:
+        cluster.retry_join_stopped()
+
+
+async def _retry(cluster: Cluster, targets: list[str], leader_ca_cert: str) -> None:
     delay = 0.5
     while cluster.pending_join is None and not cluster.removed:
         if await cluster.core.initialized():
             return
         for target in targets:
             try:
-                await cluster.join(target)
+                await cluster.join(target, leader_ca_cert)
                 return
             except CofferError as exc:
                 log.info(
@@ -70,9 +84,10 @@ async def complete_join(cluster: Cluster, root_key: bytes) -> None:
     nonce = open_challenge(challenge_key(root_key), node_id, ticket.challenge)
     replica = await cluster.driver.open(raft_secret(root_key), peers=ticket.peers)
     try:
-        await send_answer(
-            cluster.http_client(), ticket, node_id, nonce, cluster.settings.cluster_addr
-        )
+        async with cluster.join_http(ticket.leader_ca_cert) as http:
+            await send_answer(http, ticket, node_id, nonce, cluster.settings.cluster_addr)
+        # The leader accepted our answer: it holds the root key, so its CA is trusted.
+        cluster.trust_leader(ticket.leader_ca_cert)
         deadline = time.monotonic() + cluster.settings.join_wait
         while replica.leader() is None or await replica.get(KEYRING_PATH) is None:
             if time.monotonic() > deadline:
@@ -85,7 +100,7 @@ async def complete_join(cluster: Cluster, root_key: bytes) -> None:
         await asyncio.to_thread(cluster.driver.discard)
         cluster.pending_join = None
         cluster.storage.set_overlay({})
-        cluster.start_retry_join()
+        cluster.start_retry_join(leader_ca_cert=ticket.leader_ca_cert)
         raise
     cluster.pending_join = None
     cluster.storage.attach(replica)

@@ -8,9 +8,9 @@ by the cluster's operators":
   password): a process without the keys cannot talk to the cluster;
 * the join challenge key: a joiner proves it holds the root key by opening a
   random nonce the leader sealed under it;
-* the forwarding key (from the transport secret): standbys sign the client
-  address they relay, and nodes sign membership questions, so neither can be
-  forged by a client.
+* the forwarding key (from the transport secret): standbys sign the requests
+  they relay (:mod:`node.cluster.relay`), and nodes sign membership
+  questions, so neither can be forged by a client.
 """
 
 from __future__ import annotations

@@ -1,11 +1,18 @@
-"""Joining through ``sys/storage/raft/join``, plain standbys, and a five-node cluster."""
+"""Joining through ``sys/storage/raft/join``, plain standbys, and a five-node cluster;
+and the join endpoints as an unauthenticated caller sees them (issue 14, item 3)."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
+from node.cluster.join import MAX_PER_SOURCE
 from tests.cluster.servers import Cluster, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -109,3 +116,87 @@ def test_whole_cluster_restart_keeps_data(tmp_path: Path) -> None:
             assert got.status == 200 and got.json["data"]["data"] == {"a": "1"}
     finally:
         cluster.close()
+
+
+def _attacker_ca() -> str:
+    """A well-formed self-signed CA certificate nobody in the cluster issued."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "attacker")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+_GARBAGE_CA = "-----BEGIN CERTIFICATE-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE-----\n"
+_CHALLENGE = "/v1/sys/storage/raft/bootstrap/challenge"
+
+
+def test_unauthenticated_callers_cannot_stall_or_poison_joins(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path, 2)
+    try:
+        for node in cluster.nodes:
+            node.start()
+        first, second = cluster.nodes
+        # Unsealing a joiner whose retry_join has no leader yet says so.
+        reply = second.request("PUT", "/v1/sys/unseal", {"key": "ab" * 33})
+        assert reply.status == 400
+        assert reply.json["errors"] == ["not joined: retry_join has not reached a leader"]
+        reply = first.request("PUT", "/v1/sys/unseal", {"key": "ab" * 33})  # nothing to join
+        assert reply.status == 400 and reply.json["errors"] == ["Coffer is not initialized"]
+
+        cluster.init(first)
+        cluster.unseal(first)
+        cluster.wait_active(first)
+        cluster.wait_initialized(second)  # it holds the leader's challenge now
+        # Another address naming the joiner's server id cannot replace its nonce...
+        steal = first.request(
+            "PUT", _CHALLENGE, {"server_id": second.name}, source="127.0.0.2", timeout=30
+        )
+        assert steal.status == 400 and "already in progress" in steal.json["errors"][0]
+        # ...nor take every challenge slot from one address.
+        codes = [
+            first.request(
+                "PUT", _CHALLENGE, {"server_id": f"flood-{i}"}, source="127.0.0.2", timeout=30
+            ).status
+            for i in range(70)
+        ]
+        assert codes.count(200) == MAX_PER_SOURCE and set(codes[MAX_PER_SOURCE:]) == {429}
+        other = first.request(
+            "PUT", _CHALLENGE, {"server_id": "late-joiner"}, source="127.0.0.3", timeout=30
+        )
+        assert other.status == 200, other
+        # The real joiner's answer still matches: it joins.
+        cluster.unseal(second)
+        cluster.wait_roles()
+
+        # An initialised node takes nothing from a join: a certificate that does
+        # not load is refused, a well-formed one changes nothing.
+        for node in cluster.nodes:
+            join = {"leader_api_addr": first.api_addr, "leader_ca_cert": _GARBAGE_CA}
+            reply = node.request("POST", "/v1/sys/storage/raft/join", join)
+            assert reply.status == 400 and "leader_ca_cert" in reply.json["errors"][0]
+            join["leader_ca_cert"] = _attacker_ca()
+            reply = node.request("POST", "/v1/sys/storage/raft/join", join)
+            assert reply.status == 200 and reply.json == {"joined": True}
+        # Forwarding from the standby still works.
+        token = cluster.root_token
+        for round_ in range(3):
+            put = second.request(
+                "PUT", "/v1/secret/data/ca", {"data": {"r": str(round_)}}, token=token
+            )
+            assert put.status == 200, put
+            assert "x-coffer-index" in put.headers  # answered by the active node
+    finally:
+        cluster.close()
+    for node in cluster.nodes:
+        assert "Traceback" not in node.log_text(), node.log_tail()

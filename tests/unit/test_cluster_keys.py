@@ -45,7 +45,7 @@ def test_only_the_root_key_holder_opens_a_challenge() -> None:
 
 def test_answers_are_checked_once_in_constant_time() -> None:
     challenges = Challenges()
-    challenges.remember("n2", b"secret-nonce")
+    challenges.remember("n2", b"secret-nonce", "10.0.0.2")
     with pytest.raises(PermissionDeniedError):
         challenges.check("n2", base64.b64encode(b"wrong").decode())
     challenges.check("n2", base64.b64encode(b"secret-nonce").decode())
