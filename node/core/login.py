@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from node.auth.common.token_settings import TokenSettings
+from node.auth.common.token_settings import TokenSettings, issued_token_type
 from node.errors import PermissionDeniedError
 from node.logical.request import Request
 from node.logical.response import Auth, Login, Response
@@ -94,6 +94,9 @@ class LoginCompleter:
             default_ttl=min(default_ttl, max_ttl),
             max_ttl=max_ttl,
         )
+        token_type = issued_token_type(
+            str(mount.config.get("token_type", "default-service")), settings.type
+        )
         display = (
             f"{mount.path.rstrip('/').replace('/', '-')}-{login.display_name or login.alias_name}"
         )
@@ -110,8 +113,8 @@ class LoginCompleter:
             expire_time=lifetime.expire_time,
             explicit_max_ttl=settings.explicit_max_ttl,
             period=settings.period,
-            renewable=settings.token_type == "service",
-            type=settings.token_type,
+            renewable=token_type == "service",
+            type=token_type,
             entity_id=entity_id,
             bound_cidrs=list(settings.bound_cidrs),
             namespace_id=namespace_id,
