@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from api.cors import cors_middleware
 from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
 from api.keys import CORE
 from api.middleware import middlewares
@@ -58,7 +59,9 @@ def create_app(
 ) -> web.Application:
     use_extension_method_parser()
     app = web.Application(
-        client_max_size=max_request_size, middlewares=[*middlewares, forwarding_middleware]
+        client_max_size=max_request_size,
+        # CORS outermost, so error answers carry its headers as well.
+        middlewares=[cors_middleware, *middlewares, forwarding_middleware],
     )
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()

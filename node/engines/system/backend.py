@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from node.engines.system.cors import cors_paths
 from node.engines.system.internal import internal_paths
 from node.engines.system.keys import key_paths
 from node.engines.system.mounts import mount_paths
@@ -28,7 +29,8 @@ __all__ = ["SystemBackend"]
 #: Cluster-wide operations the reference serves only in the root namespace.
 _ROOT_ONLY = re.compile(
     r"^(init|seal|unseal|health|step-down|rekey.*|storage/.*|generate-root/.*|metrics|"
-    r"pprof/?.*|raw/?.*|in-flight-req|rotate(/keyring)?|key-status|replication/.*)$"
+    r"pprof/?.*|raw/?.*|in-flight-req|rotate(/keyring)?|key-status|replication/.*|"
+    r"config/cors)$"
 )
 
 
@@ -49,6 +51,7 @@ class SystemBackend(FrameworkBackend):
                 *internal_paths(core, namespace),
                 *ui_mount_paths(core, namespace),
                 *raft_paths(core),
+                *cors_paths(core),
             ]
         )
 
