@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 from node.engines.system.cors import cors_paths
 from node.engines.system.internal import internal_paths
 from node.engines.system.keys import key_paths
+from node.engines.system.leases import lease_paths
 from node.engines.system.mounts import mount_paths
 from node.engines.system.namespaces import namespace_paths
 from node.engines.system.policies import policy_paths
 from node.engines.system.raft import raft_paths
+from node.engines.system.step_down import step_down_paths
 from node.engines.system.telemetry import telemetry_paths
 from node.engines.system.ui_mounts import ui_mount_paths
 from node.engines.system.wrapping import wrapping_paths
@@ -52,6 +54,8 @@ class SystemBackend(FrameworkBackend):
                 *ui_mount_paths(core, namespace),
                 *raft_paths(core),
                 *cors_paths(core),
+                *lease_paths(core, namespace),
+                *step_down_paths(core),
             ]
         )
 
