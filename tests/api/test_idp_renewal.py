@@ -123,3 +123,22 @@ async def test_batch_tokens_keep_no_credentials(method: Idp) -> None:
     assert auth["token_type"] == "batch"
     reply = await method.call("GET", "auth/token/lookup-self", token=auth["client_token"])
     assert reply.status == 200 and PASSWORD not in reply.raw.decode()
+
+
+@pytest.mark.parametrize(
+    ("mount_type", "method_type", "issued"),
+    [
+        ("default-batch", "default", "batch"),
+        ("default-batch", "service", "service"),
+        ("default-service", "default-batch", "batch"),
+        ("service", "batch", "service"),
+    ],
+)
+async def test_tuned_token_type_applies_to_idp_logins(
+    method: Idp, mount_type: str, method_type: str, issued: str
+) -> None:
+    reply = await method.call("POST", "sys/auth/idp/tune", {"token_type": mount_type})
+    assert reply.status == 204, str(reply)
+    await method.configure(token_type=method_type)
+    auth = await method.logged_in("alice", password=PASSWORD)
+    assert auth["token_type"] == issued
