@@ -74,7 +74,7 @@ async def test_list_and_lookup_a_login_lease(dev: DevServer) -> None:
 
 
 async def test_lookup_of_unknown_leases_is_400(dev: DevServer) -> None:
-    for lease in ("", "auth/userpass/login/alice/nope", "nothing"):
+    for lease in ("", "auth/userpass/login/alice/nope", "nothing", "a/..", "a/.", "../../x"):
         status, answer = await call(dev, "PUT", "sys/leases/lookup", {"lease_id": lease})
         assert status == 400 and answer["errors"], answer
     status, answer = await call(dev, "LIST", "sys/leases/lookup/auth/none/")

@@ -49,7 +49,10 @@ def lease_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
     async def find(lease: str) -> TokenEntry | None:
         """The token of a lease id, if it exists, is live and belongs here."""
         _, _, key = lease.strip().rpartition("/")
-        entry = await core.tokens.get_by_key(key) if key else None
+        # Keys are hex HMACs: anything else never reaches storage as a key.
+        if not (key.isascii() and key.isalnum()):
+            return None
+        entry = await core.tokens.get_by_key(key)
         if entry is None or entry.expired() or entry.namespace_id != namespace.id:
             return None
         return entry if lease_id(entry, namespace) == lease.strip() else None
