@@ -54,5 +54,6 @@ async def cors_middleware(request: web.Request, handler: Handler) -> web.StreamR
         )
     response = await handler(request)
     response.headers["Access-Control-Allow-Origin"] = origin
-    response.headers.add("Vary", "Origin")
+    if "Origin" not in response.headers.getall("Vary", ()):  # a forwarded answer has it
+        response.headers.add("Vary", "Origin")
     return response
