@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from api.cors import cors_middleware
 from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
 from api.keys import CORE
 from api.middleware import middlewares
@@ -55,15 +56,23 @@ def create_app(
     core: Core,
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
     forwarder: Forwarder | None = None,
+    *,
+    owns_resources: bool = True,
 ) -> web.Application:
+    """The app of one listener. Only one app per core (``owns_resources``) sets up
+    and closes the core's outbound client and the forwarder; the apps of further
+    listeners share them."""
     use_extension_method_parser()
     app = web.Application(
-        client_max_size=max_request_size, middlewares=[*middlewares, forwarding_middleware]
+        client_max_size=max_request_size,
+        # CORS outermost, so error answers carry its headers as well.
+        middlewares=[cors_middleware, *middlewares, forwarding_middleware],
     )
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()
-    app.cleanup_ctx.append(_outbound_client)
-    app.cleanup_ctx.append(_forwarder)
+    if owns_resources:
+        app.cleanup_ctx.append(_outbound_client)
+        app.cleanup_ctx.append(_forwarder)
     app.add_routes(sys_routes())
     app.add_routes(logical_routes())
     return app

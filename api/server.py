@@ -18,10 +18,11 @@ from api.app import create_app
 from api.cluster_setup import raft_core
 from api.forwarding import Forwarder
 from api.tls import CertificateReloader
-from node.config import ConfigError, ServerConfig, dev_config, load_config
+from node.config import ConfigError, ListenerConfig, ServerConfig, dev_config, load_config
 from node.core.core import Core, CoreSettings, InitOutput
 from node.errors import CofferError
 from node.observability.logging import configure_logging
+from node.observability.statsd import StatsdPusher
 from node.physical.factory import open_backend
 
 __all__ = ["main", "split_address"]
@@ -109,7 +110,8 @@ def _dev_banner(address: str, output: InitOutput) -> str:
 async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None:
     if config.seal is not None and config.seal.type != "shamir":
         raise ConfigError(f"seal type {config.seal.type!r} is not supported by this build yet")
-    host, port = split_address(config.listener.address)
+    for listener in config.listeners:
+        split_address(listener.address)
     if config.storage.type == "raft":
         if dev:
             raise ConfigError("-dev runs on in-memory storage, not raft")
@@ -118,51 +120,93 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
         core = Core(
             open_backend(config.storage.type, config.storage.options), core_settings(config)
         )
+    core.metrics.retention = config.telemetry.prometheus_retention_time
     banner = ""
     if dev:
         banner = _dev_banner(config.listener.address, await core.dev_bootstrap(dev_root_token_id))
-    reloader = None
-    if not config.listener.tls_disable:
-        assert config.listener.tls_cert_file and config.listener.tls_key_file
-        reloader = CertificateReloader(
-            config.listener.tls_cert_file,
-            config.listener.tls_key_file,
-            config.listener.tls_min_version,
-        )
-    app = create_app(core, config.listener.max_request_size, Forwarder(_join_ca_file(config)))
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(
-        runner, host, port, ssl_context=reloader.context if reloader else None, reuse_address=True
-    )
-    await site.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    if reloader is not None:
-        loop.add_signal_handler(signal.SIGHUP, reloader.reload)
-    log.info(
-        "listening",
-        extra={
-            "event": "server.listening",
-            "address": config.listener.address,
-            "tls": reloader is not None,
-            "storage": config.storage.type,
-        },
-    )
-    if core.cluster is not None:
-        core.cluster.start_retry_join()
-    if banner:
-        print(banner, flush=True)
-    print(f"==> Coffer server listening on {config.listener.address}", flush=True)
+    forwarder = Forwarder(_join_ca_file(config))
+    runners: list[web.AppRunner] = []
+    reloaders: list[CertificateReloader] = []
+    pushers = _pushers(config, core)
     try:
+        for index, listener in enumerate(config.listeners):
+            reloader = _reloader(listener)
+            if reloader is not None:
+                reloaders.append(reloader)
+            app = create_app(core, listener.max_request_size, forwarder, owns_resources=index == 0)
+            # The first runner (owning the shared resources) is cleaned up last.
+            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            await runner.setup()
+            runners.insert(0, runner)
+            host, port = split_address(listener.address)
+            site = web.TCPSite(
+                runner,
+                host,
+                port,
+                ssl_context=reloader.context if reloader else None,
+                reuse_address=True,
+            )
+            await site.start()
+        for pusher in pushers:
+            await pusher.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        if reloaders:
+            loop.add_signal_handler(signal.SIGHUP, lambda: [r.reload() for r in reloaders])
+        for listener in config.listeners:
+            log.info(
+                "listening",
+                extra={
+                    "event": "server.listening",
+                    "address": listener.address,
+                    "tls": not listener.tls_disable,
+                    "storage": config.storage.type,
+                },
+            )
+        if core.cluster is not None:
+            core.cluster.start_retry_join()
+        if banner:
+            print(banner, flush=True)
+        for listener in config.listeners:
+            print(f"==> Coffer server listening on {listener.address}", flush=True)
         await stop.wait()
     finally:
         log.info("shutting down", extra={"event": "server.stopping"})
-        await runner.cleanup()
+        for pusher in pushers:
+            await pusher.stop()
+        for runner in runners:
+            await runner.cleanup()
         await core.seal()
         await core.close()
+
+
+def _reloader(listener: ListenerConfig) -> CertificateReloader | None:
+    if listener.tls_disable:
+        return None
+    assert listener.tls_cert_file and listener.tls_key_file
+    return CertificateReloader(
+        listener.tls_cert_file, listener.tls_key_file, listener.tls_min_version
+    )
+
+
+def _pushers(config: ServerConfig, core: Core) -> list[StatsdPusher]:
+    """``telemetry``'s statsd and DogStatsD sinks (UDP pushes of ``core.metrics``)."""
+    telemetry = config.telemetry
+    pushers = []
+    if telemetry.statsd_address:
+        pushers.append(StatsdPusher(core.metrics, telemetry.statsd_address))
+    if telemetry.dogstatsd_addr:
+        pushers.append(
+            StatsdPusher(
+                core.metrics,
+                telemetry.dogstatsd_addr,
+                dogstatsd=True,
+                tags=telemetry.dogstatsd_tags,
+            )
+        )
+    return pushers
 
 
 def main(argv: list[str]) -> int:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from node.cli import generic, kv, login, mounts, operator, policy, status, token
+from node.cli import generic, kv, lease, login, mounts, operator, policy, status, token
 from node.cli.common import print_field, print_secret
 from node.cli.context import Context, WrappedResponse
 from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError
@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     mounts.register(commands, parents)
     policy.register(commands, parents)
     token.register(commands, parents)
+    lease.register(commands, parents)
     login.register(commands, parents)
     add_command(commands, "version", "print the client version").set_defaults(handler=_run_version)
     return parser

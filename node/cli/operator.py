@@ -1,4 +1,4 @@
-"""``coffer operator init|unseal|seal`` (and ``generate-root``, in its own module).
+"""``coffer operator init|unseal|seal|step-down`` (and ``generate-root``, in its own module).
 
 Output matches ``vault operator ...``: ``init`` prints the unseal keys and the
 root token (the only time they are ever shown), ``-format=json`` prints the
@@ -111,6 +111,12 @@ def run_seal(args: argparse.Namespace, ctx: Context) -> int:
     return EXIT_OK
 
 
+def run_step_down(args: argparse.Namespace, ctx: Context) -> int:
+    ctx.call("stepping down", "PUT", "/v1/sys/step-down")
+    ctx.print(f"Success! Stepped down: {ctx.settings.address}")
+    return EXIT_OK
+
+
 def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> None:
     operator = add_command(subparsers, "operator", "operator commands (init, unseal, seal, ...)")
     commands = operator.add_subparsers(
@@ -140,5 +146,13 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
 
     seal = add_command(commands, "seal", "seal the server (needs a token)", parents=parents)
     seal.set_defaults(handler=run_seal)
+
+    step_down = add_command(
+        commands,
+        "step-down",
+        "make the active node give up leadership (needs a sudo token)",
+        parents=parents,
+    )
+    step_down.set_defaults(handler=run_step_down)
 
     generate_root.register(commands, parents)

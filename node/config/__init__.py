@@ -3,9 +3,8 @@
 This package owns the config file format — which stanzas and keys exist,
 their types and defaults — and reports every mistake as a ``ConfigError``
 naming the file and key, so a bad config stops start-up instead of being
-half-applied. Only one ``listener "tcp"`` is supported: pyhcl merges
-repeated blocks with the same label into one, so several could not be told
-apart anyway.
+half-applied. A file may hold several ``listener "tcp"`` blocks (pyhcl would
+merge them; ``blocks`` keeps them apart).
 """
 
 from node.config.errors import ConfigError

@@ -8,6 +8,7 @@ from typing import Any
 
 import hcl
 
+from node.config.blocks import number_repeated_blocks
 from node.config.errors import ConfigError
 from node.config.model import ListenerConfig, ServerConfig, StorageConfig
 from node.config.stanzas import SCALAR_KEYS, STANZA_KEYS, FileConfig, parse_file
@@ -81,7 +82,7 @@ def _parse(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text: {exc.reason}") from None
     try:
-        return hcl.loads(text)
+        return hcl.loads(number_repeated_blocks(text))
     except ValueError as exc:  # pyhcl's syntax errors, and json's (a ValueError subclass)
         raise ConfigError(f"{path}: cannot parse: {exc}") from None
 
@@ -101,6 +102,8 @@ def _merge(parts: list[FileConfig]) -> ServerConfig:
                     f"{set_by[name]}); only one is allowed"
                 )
             values[name], set_by[name] = stanza, part.source
+            if name == "listener":
+                values["extra_listeners"] = part.extra_listeners
         for name in SCALAR_KEYS:
             scalar = getattr(part, name)
             if scalar is not None:

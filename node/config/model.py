@@ -34,7 +34,7 @@ _SECRET_SEAL_OPTIONS = frozenset({"pin"})
 
 @dataclass(frozen=True, slots=True)
 class ListenerConfig:
-    """The single ``listener "tcp"`` (pyhcl merges repeated blocks, so one is all we support)."""
+    """One ``listener "tcp"`` block (``node.config.blocks`` keeps repeated ones apart)."""
 
     address: str = DEFAULT_ADDRESS
     tls_disable: bool = False
@@ -77,6 +77,11 @@ class TelemetryConfig:
     prometheus_retention_time: int = DEFAULT_PROMETHEUS_RETENTION
     disable_hostname: bool = False
     unauthenticated_metrics_access: bool = False
+    #: ``HOST:PORT`` of a statsd server metrics are pushed to over UDP ("" = none).
+    statsd_address: str = ""
+    #: ``HOST:PORT`` of a DogStatsD agent (statsd lines with ``|#tags``).
+    dogstatsd_addr: str = ""
+    dogstatsd_tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,8 @@ class ServerConfig:
 
     listener: ListenerConfig
     storage: StorageConfig
+    #: The ``listener "tcp"`` blocks after the first, each bound as well.
+    extra_listeners: tuple[ListenerConfig, ...] = ()
     seal: SealStanza | None = None
     ui: bool = False
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
@@ -98,6 +105,11 @@ class ServerConfig:
     cache_size: int = DEFAULT_CACHE_SIZE
     disable_cache: bool = False
     sources: tuple[str, ...] = ()
+
+    @property
+    def listeners(self) -> tuple[ListenerConfig, ...]:
+        """Every listener, the first (``listener``) first."""
+        return (self.listener, *self.extra_listeners)
 
     @property
     def seal_type(self) -> str:

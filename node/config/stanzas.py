@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from node.config.blocks import block_kind
 from node.config.model import (
     DEFAULT_ADDRESS,
     DEFAULT_CACHE_SIZE,
@@ -93,6 +94,9 @@ _TELEMETRY_KEYS = (
     "prometheus_retention_time",
     "disable_hostname",
     "unauthenticated_metrics_access",
+    "statsd_address",
+    "dogstatsd_addr",
+    "dogstatsd_tags",
 )
 
 
@@ -102,6 +106,8 @@ class FileConfig:
 
     source: str
     listener: ListenerConfig | None = None
+    #: Further ``listener "tcp"`` blocks of the same file, in order.
+    extra_listeners: tuple[ListenerConfig, ...] = ()
     storage: StorageConfig | None = None
     seal: SealStanza | None = None
     telemetry: TelemetryConfig | None = None
@@ -131,21 +137,33 @@ def parse_file(data: Any, source: str) -> FileConfig:
             raise root.error(f'unknown stanza "{key}"')
         else:
             raise root.error(f'unknown key "{key}"')
+    if found.get("listener"):
+        found["listener"], *extra = found["listener"]
+        found["extra_listeners"] = tuple(extra)
     found.pop("disable_mlock", None)  # Vault configs always carry it; memory locking is moot here
     return FileConfig(source, **found)
 
 
-def _listener(value: Any, root: Where) -> ListenerConfig | None:
+def _listeners(value: Any, root: Where) -> list[ListenerConfig] | None:
+    """Every ``listener "tcp"`` block, in order; the server binds each."""
     blocks = labelled_blocks(value, root.at("listener"))
-    for kind, _ in blocks:
-        if kind != "tcp":
-            raise root.at(f'listener "{kind}"').error("unknown listener type (supported: tcp)")
+    for label, _ in blocks:
+        if block_kind(label) != "tcp":
+            raise root.at(f'listener "{block_kind(label)}"').error(
+                "unknown listener type (supported: tcp)"
+            )
     if not blocks:
         return None
-    if len(blocks) > 1:
-        raise root.at('listener "tcp"').error("only one tcp listener is supported")
-    body = blocks[0][1]
     where = root.at('listener "tcp"')
+    found = [_listener(body, where) for _, body in blocks]
+    addresses = [listener.address for listener in found]
+    for address in addresses:
+        if addresses.count(address) > 1:
+            raise where.error(f"address {address!r} is used by more than one listener")
+    return found
+
+
+def _listener(body: dict[str, Any], where: Where) -> ListenerConfig:
     check_keys(body, where, _LISTENER_KEYS)
     tls_disable = optional(body, "tls_disable", where, as_bool, False)
     cert = optional(body, "tls_cert_file", where, _nonempty, None)
@@ -257,7 +275,21 @@ def _telemetry(value: Any, root: Where) -> TelemetryConfig:
         unauthenticated_metrics_access=optional(
             body, "unauthenticated_metrics_access", where, as_bool, False
         ),
+        statsd_address=optional(body, "statsd_address", where, _address, ""),
+        dogstatsd_addr=optional(body, "dogstatsd_addr", where, _address, ""),
+        dogstatsd_tags=optional(body, "dogstatsd_tags", where, _tags, ()),
     )
+
+
+def _tags(value: Any, where: Where) -> tuple[str, ...]:
+    """``["env:prod", "team:x"]``: DogStatsD tags added to every metric."""
+    if not isinstance(value, list):
+        raise where.error(f"expected a list of strings, got {describe(value)}")
+    tags = tuple(as_str(item, where) for item in value)
+    for tag in tags:
+        if not tag or any(c in tag for c in "|,#\n") or not tag.isprintable():
+            raise where.error(f"invalid tag {tag!r}: no '|', ',', '#' or control characters")
+    return tags
 
 
 def _nonempty(value: Any, where: Where) -> str:
@@ -333,7 +365,7 @@ def _mechanism(value: Any, where: Where) -> str:
 
 
 _STANZAS: dict[str, Callable[[Any, Where], object]] = {
-    "listener": _listener,
+    "listener": _listeners,
     "storage": _storage,
     "seal": _seal,
     "telemetry": _telemetry,

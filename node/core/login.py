@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from node.auth.common.token_settings import TokenSettings
+from node.auth.common.token_settings import TokenSettings, issued_token_type
 from node.errors import PermissionDeniedError
 from node.logical.request import Request
 from node.logical.response import Auth, Login, Response
@@ -21,7 +21,7 @@ from node.tokens.ttl import initial_lifetime
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["IdentityLink", "LoginCompleter", "PolicySet"]
+__all__ = ["IdentityLink", "LoginCompleter", "PolicySet", "sanitise_policies"]
 
 
 class PolicySet(Protocol):
@@ -47,7 +47,7 @@ class IdentityLink(Protocol):
     def invalidate(self) -> None: ...
 
 
-def _sanitise(policies: list[str], no_default: bool) -> list[str]:
+def sanitise_policies(policies: list[str], no_default: bool) -> list[str]:
     chosen = {p.strip().lower() for p in policies if p.strip()}
     if no_default:
         chosen.discard("default")
@@ -69,7 +69,7 @@ class LoginCompleter:
         if not settings.allows_address(request.remote_addr):
             raise PermissionDeniedError("login is not allowed from this address")
         core = self._core
-        token_policies = _sanitise(
+        token_policies = sanitise_policies(
             [*login.policies, *settings.policies], settings.no_default_policy
         )
         namespace_id = mount.namespace_id
@@ -94,6 +94,9 @@ class LoginCompleter:
             default_ttl=min(default_ttl, max_ttl),
             max_ttl=max_ttl,
         )
+        token_type = issued_token_type(
+            str(mount.config.get("token_type", "default-service")), settings.type
+        )
         display = (
             f"{mount.path.rstrip('/').replace('/', '-')}-{login.display_name or login.alias_name}"
         )
@@ -110,15 +113,17 @@ class LoginCompleter:
             expire_time=lifetime.expire_time,
             explicit_max_ttl=settings.explicit_max_ttl,
             period=settings.period,
-            renewable=settings.token_type == "service",
-            type=settings.token_type,
+            renewable=token_type == "service",
+            type=token_type,
             entity_id=entity_id,
             bound_cidrs=list(settings.bound_cidrs),
             namespace_id=namespace_id,
             max_ttl=max_ttl,
+            internal=dict(login.internal_data),
         )
         if entry.type == "batch":
-            entry = replace(entry, num_uses=0, period=0)
+            # Not renewable, and its record travels inside the token: no internal data.
+            entry = replace(entry, num_uses=0, period=0, internal={})
             client_token = await core.tokens.batch.encode(entry)
         else:
             client_token, entry = await core.tokens.store_new(entry)

@@ -65,6 +65,9 @@ class Login:
     alias_metadata: dict[str, str] = field(default_factory=dict)
     #: Names of groups in the external system (become group aliases on this mount).
     group_aliases: list[str] = field(default_factory=list)
+    #: Kept with the token (in the barrier, never shown) for the method's renewal,
+    #: as the reference's ``InternalData``.
+    internal_data: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,10 @@ class Metrics:
         # (known methods, status codes, operations).
         self._request_counters: dict[tuple[str, int], Counter] = {}
         self._operation_timers: dict[str, Histogram] = {}
+        #: ``telemetry.prometheus_retention_time``: a labelled series not updated for
+        #: this long leaves the output; 0 turns the Prometheus format off.
+        self.retention = 24 * 3600
+        self._touched: dict[tuple[str, ...], float] = {}
         self.requests = Counter(
             "coffer_http_requests",
             "HTTP requests handled, by method and status code.",
@@ -77,6 +81,7 @@ class Metrics:
             child = self.requests.labels(method, str(status))
             self._request_counters[(method, status)] = child
         child.inc()
+        self._touched[(method, str(status))] = time.monotonic()
 
     def observe_operation(self, operation: str, seconds: float) -> None:
         """One pass of a logical ``operation`` through the core pipeline."""
@@ -85,8 +90,31 @@ class Metrics:
             child = self.request_seconds.labels(operation)
             self._operation_timers[operation] = child
         child.observe(seconds)
+        self._touched[(operation,)] = time.monotonic()
+
+    @property
+    def prometheus_enabled(self) -> bool:
+        return self.retention > 0
+
+    def expire(self, now: float | None = None) -> None:
+        """Drop the labelled series not updated within :attr:`retention`, as the
+        reference's Prometheus sink forgets them."""
+        if self.retention <= 0:
+            return
+        cutoff = (time.monotonic() if now is None else now) - self.retention
+        for labels, at in list(self._touched.items()):
+            if at >= cutoff:
+                continue
+            del self._touched[labels]
+            if len(labels) == 2:
+                self._request_counters.pop((labels[0], int(labels[1])), None)
+                self.requests.remove(*labels)
+            else:
+                self._operation_timers.pop(labels[0], None)
+                self.request_seconds.remove(*labels)
 
     def prometheus_text(self) -> bytes:
+        self.expire()
         return generate_latest(self.registry)
 
     def as_json(self) -> dict[str, Any]:

@@ -48,18 +48,28 @@ class MountEntry:
     def from_json(cls, raw: dict[str, Any]) -> MountEntry:
         return cls(**raw)
 
+    @property
+    def listing_visibility(self) -> str:
+        """ "unauth" lists the mount in unauthenticated ``sys/internal/ui/mounts``."""
+        return str(self.config.get("listing_visibility", ""))
+
     def describe(self) -> dict[str, Any]:
         """The shape of one entry in a ``sys/mounts`` listing."""
+        config: dict[str, Any] = {
+            "default_lease_ttl": self.config.get("default_lease_ttl", 0),
+            "max_lease_ttl": self.config.get("max_lease_ttl", 0),
+            "force_no_cache": self.config.get("force_no_cache", False),
+        }
+        if self.listing_visibility:
+            config["listing_visibility"] = self.listing_visibility
+        if self.table == "auth":
+            config["token_type"] = self.config.get("token_type", "default-service")
         return {
             "type": self.type,
             "description": self.description,
             "accessor": self.accessor,
             "uuid": self.uuid,
-            "config": {
-                "default_lease_ttl": self.config.get("default_lease_ttl", 0),
-                "max_lease_ttl": self.config.get("max_lease_ttl", 0),
-                "force_no_cache": self.config.get("force_no_cache", False),
-            },
+            "config": config,
             "options": self.options or None,
             "local": self.local,
             "seal_wrap": self.seal_wrap,

@@ -48,6 +48,8 @@ class TokenEntry:
     namespace_id: str = "root"
     #: The issuing method's max TTL at creation (0: the server's); renewals never pass it.
     max_ttl: int = 0
+    #: The auth method's data for renewing its login (never shown in lookups).
+    internal: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_root(self) -> bool:
@@ -69,7 +71,7 @@ class TokenEntry:
         """The stored record: the fields in declaration order (as ``asdict`` gave
         them, so the bytes are unchanged), containers copied, without the
         recursive deep copy ``asdict`` pays for."""
-        return {
+        record: dict[str, Any] = {
             "key": self.key,
             "accessor": self.accessor,
             "policies": list(self.policies),
@@ -92,7 +94,9 @@ class TokenEntry:
             "bound_cidrs": list(self.bound_cidrs),
             "namespace_id": self.namespace_id,
             "max_ttl": self.max_ttl,
+            "internal": dict(self.internal),
         }
+        return record
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> TokenEntry:

@@ -580,13 +580,91 @@ def test_two_storage_types_in_one_file(tmp_path: Path) -> None:
     assert 'storage: more than one storage stanza ("inmem", "file")' in message
 
 
-def test_two_json_listeners_are_refused(tmp_path: Path) -> None:
+def test_two_json_listeners_on_one_address_are_refused(tmp_path: Path) -> None:
     doc = {
         "listener": [{"tcp": {"tls_disable": 1}}, {"tcp": {"tls_disable": 1}}],
         "storage": {"inmem": {}},
     }
     message = refused(tmp_path, json.dumps(doc), name="config.json")
-    assert 'listener "tcp": only one tcp listener is supported' in message
+    assert "listener \"tcp\": address '127.0.0.1:8200' is used by more than one" in message
+
+
+def test_several_json_listeners(tmp_path: Path) -> None:
+    doc = {
+        "listener": [
+            {"tcp": {"tls_disable": 1, "address": "127.0.0.1:8201"}},
+            {"tcp": {"tls_disable": 1, "address": "127.0.0.1:8202", "max_request_size": 10}},
+        ],
+        "storage": {"inmem": {}},
+    }
+    config = load(tmp_path, json.dumps(doc), name="config.json")
+    assert [(item.address, item.max_request_size) for item in config.listeners] == [
+        ("127.0.0.1:8201", 33554432),
+        ("127.0.0.1:8202", 10),
+    ]
+
+
+SEVERAL_HCL = """
+# listener "tcp" { address = "in a comment" }
+listener "tcp" {
+  address     = "127.0.0.1:8301"
+  tls_disable = true
+}
+storage "inmem" {}
+listener "tcp" {
+  address       = "0.0.0.0:8302"
+  tls_cert_file = "/c"
+  tls_key_file  = "/k"
+}
+/* listener "tcp" { } */
+listener "tcp" {
+  address     = "127.0.0.1:8303"
+  tls_disable = "true"
+  max_request_size = 1024
+}
+"""
+
+
+def test_several_hcl_listeners_stay_apart(tmp_path: Path) -> None:
+    """pyhcl alone merges same-label blocks key by key: here into one listener."""
+    config = load(tmp_path, SEVERAL_HCL)
+    assert config.listeners == (
+        ListenerConfig(address="127.0.0.1:8301", tls_disable=True),
+        ListenerConfig(address="0.0.0.0:8302", tls_cert_file="/c", tls_key_file="/k"),
+        ListenerConfig(address="127.0.0.1:8303", tls_disable=True, max_request_size=1024),
+    )
+    assert config.listener == config.listeners[0]
+
+
+def test_several_hcl_listeners_are_each_validated(tmp_path: Path) -> None:
+    text = PLAIN_LISTENER + INMEM + 'listener "tcp" {\n  address = "127.0.0.1:9"\n}\n'
+    message = refused(tmp_path, text)
+    assert 'listener "tcp": "tls_cert_file" is required unless tls_disable is true' in message
+    text = PLAIN_LISTENER + INMEM + 'listener "unix" {\n  address = "/s"\n}\n'
+    assert 'listener "unix": unknown listener type' in refused(tmp_path, text)
+    assert "tcp#coffer" not in refused(tmp_path, PLAIN_LISTENER + PLAIN_LISTENER + INMEM)
+
+
+def test_telemetry_push_settings(tmp_path: Path) -> None:
+    text = (
+        PLAIN_LISTENER
+        + INMEM
+        + 'telemetry {\n  statsd_address = "127.0.0.1:8125"\n'
+        + '  dogstatsd_addr = "localhost:8126"\n  dogstatsd_tags = ["env:test"]\n'
+        + '  prometheus_retention_time = "30s"\n}\n'
+    )
+    telemetry = load(tmp_path, text).telemetry
+    assert telemetry.statsd_address == "127.0.0.1:8125"
+    assert telemetry.dogstatsd_addr == "localhost:8126"
+    assert telemetry.dogstatsd_tags == ("env:test",)
+    assert telemetry.prometheus_retention_time == 30
+    for bad in (
+        'statsd_address = "nowhere"',
+        'dogstatsd_tags = "env:x"',
+        'dogstatsd_tags = ["a|b"]',
+    ):
+        message = refused(tmp_path, PLAIN_LISTENER + INMEM + f"telemetry {{\n  {bad}\n}}\n")
+        assert "telemetry: " in message
 
 
 @pytest.mark.parametrize("missing", ["tls_cert_file", "tls_key_file"])

@@ -15,7 +15,7 @@ from typing import Any
 from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType
 
-__all__ = ["TOKEN_FIELDS", "TokenSettings", "token_fields"]
+__all__ = ["TOKEN_FIELDS", "TokenSettings", "issued_token_type", "token_fields"]
 
 _TYPES = ("default", "service", "batch", "default-service", "default-batch")
 
@@ -104,3 +104,19 @@ class TokenSettings:
     def token_type(self) -> str:
         """The concrete type: ``default``/``default-service`` mean service."""
         return "batch" if self.type in ("batch", "default-batch") else "service"
+
+
+def issued_token_type(mount_type: str, method_type: str) -> str:
+    """The type of a login's token: the auth mount's tuned ``token_type`` against
+    the method's own, by the reference's rules.
+
+    A mount tuned to ``service`` or ``batch`` overrides the method; a mount's
+    ``default-service``/``default-batch`` gives way to a method that names a
+    concrete type (or the other default), and decides when the method says
+    ``default``.
+    """
+    if mount_type in ("service", "batch"):
+        return mount_type
+    if mount_type == "default-batch":
+        return "batch" if method_type in ("default", "", "default-batch", "batch") else "service"
+    return "service" if method_type in ("default", "", "default-service", "service") else "batch"

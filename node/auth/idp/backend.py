@@ -7,6 +7,7 @@ sets), so this package never touches aiohttp.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from node.auth.idp.config import NO_API_TOKEN_WARNING, IdpConfig, config_fields
@@ -33,6 +34,7 @@ from node.logical.request import Operation, Request
 from node.logical.response import Login, Response
 from node.outbound import HttpClient
 from node.routing.mounts import MountEntry
+from node.tokens.entry import TokenEntry
 
 if TYPE_CHECKING:
     from node.core.core import Core
@@ -199,22 +201,47 @@ class IdpBackend(FrameworkBackend):
 
     async def _login(self, request: Request, data: FieldData) -> Response:
         username: str = data.get("username")
-        config = await self._config()
-        if config is None:
-            raise InvalidRequestError("idp auth method not configured")
+        config = await self._configured()
         # Checked here as well as by the core, so a refused address never
         # makes the server send the password to the provider.
         if not config.token.allows_address(request.remote_addr):
             raise PermissionDeniedError("login is not allowed from this address")
-        client = ProviderClient(self._http(), config.origin, config.api_token)
-        granted = await authenticate(
-            client,
+        password: str = data.get("password")
+        login, warnings = await self._checked(
             config,
             username,
-            data.get("password"),
+            password,
             data.get("totp") or "",
             _header(request, "X-Forwarded-For"),
         )
+        # Kept with the token (barrier-encrypted) so a renewal can ask the
+        # provider again, as the reference's Okta method keeps it.
+        login = replace(login, internal_data={"username": username, "password": password})
+        return Response(login=login, warnings=warnings)
+
+    async def renew_login(self, entry: TokenEntry, request: Request) -> Login:
+        """Re-run the login without a passcode, as the reference does: a user
+        locked, removed or whose password changed at the provider is refused;
+        policies and token settings come from the config and groups as they are
+        now."""
+        username = entry.internal.get("username", "")
+        password = entry.internal.get("password", "")
+        if not username or not password:
+            raise PermissionDeniedError("this token's login cannot be renewed: no credentials kept")
+        login, _ = await self._checked(await self._configured(), username, password, "", "")
+        return login
+
+    async def _configured(self) -> IdpConfig:
+        config = await self._config()
+        if config is None:
+            raise InvalidRequestError("idp auth method not configured")
+        return config
+
+    async def _checked(
+        self, config: IdpConfig, username: str, password: str, totp: str, forwarded_for: str
+    ) -> tuple[Login, list[str]]:
+        client = ProviderClient(self._http(), config.origin, config.api_token)
+        granted = await authenticate(client, config, username, password, totp, forwarded_for)
         policies, groups = await policies_for(self._mappings, username, granted.provider_groups)
         login = Login(
             alias_name=username,
@@ -224,7 +251,7 @@ class IdpBackend(FrameworkBackend):
             metadata={"username": username, "policies": ",".join(policies)},
             group_aliases=groups,
         )
-        return Response(login=login, warnings=granted.warnings)
+        return login, granted.warnings
 
 
 def _listing(keys: list[str]) -> Response:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from node.auth.token.create import CreateContext, create_token
 from node.auth.token.roles import RoleStore, role_fields, role_paths
 from node.barrier.view import BarrierView
+from node.core.renewal import renew_with_method
 from node.errors import InvalidRequestError, PermissionDeniedError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
 from node.logical.request import Operation, Request
@@ -237,9 +238,16 @@ class TokenBackend(FrameworkBackend):
 
     # -- renew -------------------------------------------------------------------------------
 
-    async def _renew_entry(self, entry: TokenEntry, increment: int, token_id: str = "") -> Response:
+    async def _renew_entry(
+        self, request: Request, entry: TokenEntry, increment: int, token_id: str = ""
+    ) -> Response:
         if entry.type == "batch":
             raise InvalidRequestError("batch tokens cannot be renewed")
+        if not entry.renewable:
+            raise InvalidRequestError("lease is not renewable")
+        # The issuing auth method may refuse, or refresh policies and TTLs.
+        renewal = await renew_with_method(self._core, entry, request)
+        entry, increment = renewal.entry, increment or renewal.ttl
         now = time.time()
         server_max = self._core.settings.max_lease_ttl
         lifetime = renewed_expiry(
@@ -273,15 +281,15 @@ class TokenBackend(FrameworkBackend):
         entry = await self._scope.token(token)
         if entry is None:
             raise InvalidRequestError("token not found")
-        return await self._renew_entry(entry, data.get("increment"), token)
+        return await self._renew_entry(request, entry, data.get("increment"), token)
 
     async def _renew_self(self, request: Request, data: FieldData) -> Response:
         entry = await self._caller(request)
-        return await self._renew_entry(entry, data.get("increment"), request.client_token)
+        return await self._renew_entry(request, entry, data.get("increment"), request.client_token)
 
     async def _renew_accessor(self, request: Request, data: FieldData) -> Response:
         entry = await self._by_accessor(data)
-        return await self._renew_entry(entry, data.get("increment"))
+        return await self._renew_entry(request, entry, data.get("increment"))
 
     # -- revoke ---------------------------------------------------------------------------
 

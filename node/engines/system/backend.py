@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from node.engines.system.cors import cors_paths
 from node.engines.system.internal import internal_paths
 from node.engines.system.keys import key_paths
+from node.engines.system.leases import lease_paths
 from node.engines.system.mounts import mount_paths
 from node.engines.system.namespaces import namespace_paths
 from node.engines.system.policies import policy_paths
 from node.engines.system.raft import raft_paths
+from node.engines.system.step_down import step_down_paths
 from node.engines.system.telemetry import telemetry_paths
 from node.engines.system.ui_mounts import ui_mount_paths
 from node.engines.system.wrapping import wrapping_paths
@@ -28,7 +31,8 @@ __all__ = ["SystemBackend"]
 #: Cluster-wide operations the reference serves only in the root namespace.
 _ROOT_ONLY = re.compile(
     r"^(init|seal|unseal|health|step-down|rekey.*|storage/.*|generate-root/.*|metrics|"
-    r"pprof/?.*|raw/?.*|in-flight-req|rotate(/keyring)?|key-status|replication/.*)$"
+    r"pprof/?.*|raw/?.*|in-flight-req|rotate(/keyring)?|key-status|replication/.*|"
+    r"config/cors)$"
 )
 
 
@@ -49,6 +53,9 @@ class SystemBackend(FrameworkBackend):
                 *internal_paths(core, namespace),
                 *ui_mount_paths(core, namespace),
                 *raft_paths(core),
+                *cors_paths(core),
+                *lease_paths(core, namespace),
+                *step_down_paths(core),
             ]
         )
 

@@ -22,7 +22,11 @@ __all__ = ["mount_paths"]
 _ENABLE_FIELDS = {
     "type": Field(FieldType.STRING, "Engine or method type, e.g. kv, kv-v2, userpass."),
     "description": Field(FieldType.STRING, "Human-friendly description.", ""),
-    "config": Field(FieldType.MAP, "default_lease_ttl, max_lease_ttl, force_no_cache."),
+    "config": Field(
+        FieldType.MAP,
+        "default_lease_ttl, max_lease_ttl, force_no_cache, listing_visibility, plugin_name, "
+        "token_type (auth methods).",
+    ),
     "options": Field(FieldType.MAP, "Engine options such as version."),
     "local": Field(FieldType.BOOL, "Not replicated to other clusters.", False),
     "seal_wrap": Field(FieldType.BOOL, "Extra HSM-backed encryption.", False),
@@ -35,10 +39,19 @@ _TUNE_FIELDS = {
     "options": Field(FieldType.MAP, "Engine options such as version."),
     "force_no_cache": Field(FieldType.BOOL, "Disable caching."),
     "listing_visibility": Field(FieldType.STRING, "unauth or hidden."),
+    "token_type": Field(
+        FieldType.STRING, "Auth methods: default-service, default-batch, service or batch."
+    ),
 }
 
+#: Values of ``listing_visibility``; "" and "hidden" both keep a mount out of
+#: unauthenticated listings.
+_VISIBILITY = ("", "hidden", "unauth")
+#: The tunable token types of an auth mount, as the reference names them.
+_MOUNT_TOKEN_TYPES = ("default-service", "default-batch", "service", "batch")
 
-def _config(raw: dict[str, Any]) -> dict[str, Any]:
+
+def _config(raw: dict[str, Any], table: str = "secret") -> dict[str, Any]:
     config: dict[str, Any] = {}
     for key in ("default_lease_ttl", "max_lease_ttl"):
         if raw.get(key) not in (None, ""):
@@ -49,11 +62,24 @@ def _config(raw: dict[str, Any]) -> dict[str, Any]:
         config["force_no_cache"] = convert(
             Field(FieldType.BOOL), raw["force_no_cache"], "config.force_no_cache"
         )
+    if raw.get("listing_visibility") is not None:
+        visibility = raw["listing_visibility"]
+        if visibility not in _VISIBILITY:
+            raise InvalidRequestError(
+                f"invalid listing_visibility {visibility!r}: use unauth, hidden or empty"
+            )
+        config["listing_visibility"] = visibility
+    if raw.get("token_type") not in (None, ""):
+        config["token_type"] = _token_type(raw["token_type"], table)
+    if raw.get("plugin_name") is not None and not isinstance(raw["plugin_name"], str):
+        raise InvalidRequestError("config.plugin_name must be a string")
     unknown = set(raw) - {
         "default_lease_ttl",
         "max_lease_ttl",
         "force_no_cache",
         "listing_visibility",
+        "plugin_name",
+        "token_type",
     }
     if unknown:
         raise InvalidRequestError(f"unknown config keys: {sorted(unknown)}")
@@ -62,8 +88,37 @@ def _config(raw: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+def _token_type(value: Any, table: str, type_: str = "") -> str:
+    if table != "auth":
+        raise InvalidRequestError("'token_type' can only be modified on auth mounts")
+    if type_ == "token":
+        raise InvalidRequestError("'token_type' cannot be set for 'token' auth mounts")
+    if value not in _MOUNT_TOKEN_TYPES:
+        raise InvalidRequestError(
+            f"invalid value for 'token_type': use one of {', '.join(_MOUNT_TOKEN_TYPES)}"
+        )
+    return str(value)
+
+
+def _engine_type(data: FieldData, config: dict[str, Any]) -> str:
+    """``type``, else ``plugin_name``, else ``config.plugin_name`` (also for type
+    ``plugin``, as the reference reads its older request shape)."""
+    type_ = data.get("type") or ""
+    plugin = data.get("plugin_name") or config.get("plugin_name") or ""
+    if type_ in ("", "plugin"):
+        type_ = plugin
+    if not type_:
+        raise InvalidRequestError("'type' is required")
+    return str(type_)
+
+
 def _options(raw: dict[str, Any], type_: str) -> dict[str, str]:
     options = {str(k): str(v) for k, v in raw.items()}
+    # The aliases pin their version, and reads show it as Vault does.
+    if type_ == "kv-v2":
+        options["version"] = "2"
+    elif type_ == "kv-v1":
+        options["version"] = "1"
     version = options.get("version")
     if version is not None and type_ in ENGINE_TYPES and version not in ("1", "2", ""):
         raise InvalidRequestError(f"invalid kv version {version!r}: use 1 or 2")
@@ -71,7 +126,7 @@ def _options(raw: dict[str, Any], type_: str) -> dict[str, str]:
 
 
 def _tune_view(entry: MountEntry, core: Core) -> dict[str, Any]:
-    return {
+    view = {
         "description": entry.description,
         "default_lease_ttl": entry.config.get("default_lease_ttl")
         or core.settings.default_lease_ttl,
@@ -79,6 +134,11 @@ def _tune_view(entry: MountEntry, core: Core) -> dict[str, Any]:
         "force_no_cache": entry.config.get("force_no_cache", False),
         "options": entry.options or None,
     }
+    if entry.config.get("listing_visibility"):
+        view["listing_visibility"] = entry.config["listing_visibility"]
+    if entry.table == "auth":
+        view["token_type"] = entry.config.get("token_type", "default-service")
+    return view
 
 
 def mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
@@ -91,9 +151,8 @@ def mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
             return Response(data=core.mounts.find(table, data.get("path"), namespace).describe())
 
         async def enable(request: Request, data: FieldData) -> None:
-            type_ = data.get("type") or data.get("plugin_name")
-            if not type_:
-                raise InvalidRequestError("'type' is required")
+            raw_config = data.get("config") or {}
+            type_ = _engine_type(data, raw_config)
             if type_ not in types:
                 raise InvalidRequestError(f"plugin not found in the catalog: {type_}")
             path = normalise_path(data.get("path"))
@@ -101,7 +160,7 @@ def mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
                 path,
                 type_,
                 description=data.get("description"),
-                config=_config(data.get("config") or {}),
+                config=_config(raw_config, table),
                 options=_options(data.get("options") or {}, type_),
                 local=data.get("local"),
                 seal_wrap=data.get("seal_wrap"),
@@ -127,11 +186,18 @@ def mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
                 _config(
                     {
                         k: data.get(k)
-                        for k in ("default_lease_ttl", "max_lease_ttl", "force_no_cache")
+                        for k in (
+                            "default_lease_ttl",
+                            "max_lease_ttl",
+                            "force_no_cache",
+                            "listing_visibility",
+                        )
                         if data.given(k)
                     }
                 )
             )
+            if data.given("token_type"):
+                config["token_type"] = _token_type(data.get("token_type"), table, entry.type)
             if (
                 config.get("max_lease_ttl")
                 and config.get("default_lease_ttl", 0) > config["max_lease_ttl"]

@@ -20,6 +20,10 @@ def telemetry_paths(core: Core) -> list[Path]:
     async def metrics(request: Request, data: FieldData) -> Response:
         fmt = data.get("format")
         if fmt == "prometheus":
+            if not core.metrics.prometheus_enabled:
+                raise InvalidRequestError(
+                    "prometheus is not enabled (telemetry prometheus_retention_time is 0)"
+                )
             return Response(
                 raw=core.metrics.prometheus_text(), raw_content_type=CONTENT_TYPE_LATEST
             )

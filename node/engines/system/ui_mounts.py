@@ -63,8 +63,16 @@ def ui_mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
         for entry in core.router.entries():
             if entry.namespace_id != namespace.id:
                 continue
-            if acl is not None and can_reach_mount(acl, entry.route_path):
+            unauth = entry.listing_visibility == "unauth"
+            if acl is not None and (unauth or can_reach_mount(acl, entry.route_path)):
                 shown[entry.table][entry.path] = _describe(entry)
+            elif unauth:
+                # As the reference: listed for anyone, with only what a login form needs.
+                shown[entry.table][entry.path] = {
+                    "type": entry.type,
+                    "description": entry.description,
+                    "options": entry.options or None,
+                }
         return Response(data=shown)
 
     async def one(request: Request, data: FieldData) -> Response:
