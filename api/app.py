@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
-from api.keys import CORE
+from api.http_parser_choice import require_pure_python_parser
+from api.keys import CORE, LIMITS
+from api.listener import SERVER_NAME, ListenerLimits
 from api.middleware import middlewares
 from api.outbound import AiohttpClient
-from api.parser import use_extension_method_parser
 from api.routes_logical import logical_routes
 from api.routes_sys import sys_routes
 from node.core.core import Core
@@ -51,17 +52,25 @@ async def _forwarder(app: web.Application) -> AsyncIterator[None]:
         await forwarder.close()
 
 
+async def _server_header(request: web.Request, response: web.StreamResponse) -> None:
+    """Name the product, not the library and its version."""
+    response.headers["Server"] = SERVER_NAME
+
+
 def create_app(
     core: Core,
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
     forwarder: Forwarder | None = None,
+    limits: ListenerLimits | None = None,
 ) -> web.Application:
-    use_extension_method_parser()
+    require_pure_python_parser()
     app = web.Application(
         client_max_size=max_request_size, middlewares=[*middlewares, forwarding_middleware]
     )
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()
+    app[LIMITS] = limits or ListenerLimits()
+    app.on_response_prepare.append(_server_header)
     app.cleanup_ctx.append(_outbound_client)
     app.cleanup_ctx.append(_forwarder)
     app.add_routes(sys_routes())

@@ -17,6 +17,8 @@ from aiohttp import web
 from api.app import create_app
 from api.cluster_setup import raft_core
 from api.forwarding import Forwarder
+from api.listener import ListenerLimits
+from api.listener import serve as serve_listener
 from api.tls import CertificateReloader
 from node.config import ConfigError, ServerConfig, dev_config, load_config
 from node.core.core import Core, CoreSettings, InitOutput
@@ -89,6 +91,16 @@ def core_settings(config: ServerConfig) -> CoreSettings:
     )
 
 
+def listener_limits(config: ServerConfig) -> ListenerLimits:
+    listener = config.listener
+    return ListenerLimits(
+        read_header_timeout=listener.http_read_header_timeout,
+        read_timeout=listener.http_read_timeout,
+        idle_timeout=listener.http_idle_timeout,
+        max_connections=listener.max_connections,
+    )
+
+
 def _join_ca_file(config: ServerConfig) -> str | None:
     for entry in config.storage.options.get("retry_join", []):
         if entry.get("leader_ca_cert_file"):
@@ -129,13 +141,15 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             config.listener.tls_key_file,
             config.listener.tls_min_version,
         )
-    app = create_app(core, config.listener.max_request_size, Forwarder(_join_ca_file(config)))
+    limits = listener_limits(config)
+    app = create_app(
+        core, config.listener.max_request_size, Forwarder(_join_ca_file(config)), limits
+    )
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(
-        runner, host, port, ssl_context=reloader.context if reloader else None, reuse_address=True
+    listener = await serve_listener(
+        runner, host, port, limits, reloader.context if reloader else None
     )
-    await site.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -160,6 +174,7 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
         await stop.wait()
     finally:
         log.info("shutting down", extra={"event": "server.stopping"})
+        listener.close()
         await runner.cleanup()
         await core.seal()
         await core.close()

@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
+import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
+from api.keys import LIMITS
 from node import jsoncodec
 from node.errors import InvalidRequestError, MethodNotAllowedError
 from node.framework.fields import parse_duration
 from node.logical.request import Operation, Request
 
-__all__ = ["decode_json", "header", "read_json_body", "to_request"]
+__all__ = [
+    "BODY_LIMIT",
+    "decode_bounded",
+    "decode_json",
+    "header",
+    "operation_of",
+    "read_json_body",
+    "read_raw_body",
+    "to_request",
+]
 
 _TRUE = ("", "true", "1", "t")
+_T = TypeVar("_T")
 
 
 @functools.cache
@@ -49,8 +63,50 @@ def client_token(request: web.Request) -> str:
 
 
 #: Deepest nesting of objects and arrays accepted in a body (the reference's
-#: ``max_json_depth`` default); deeper input would exhaust the recursion limit.
+#: ``max_json_depth`` default); deeper input would exhaust the recursion limit
+#: of whatever later walks the value.
 MAX_JSON_DEPTH = 500
+
+#: A body is parsed inside this many arrays, so that orjson's own nesting limit
+#: (1024) refuses a body nested deeper than :data:`MAX_JSON_DEPTH` while parsing:
+#: no walk over the value afterwards, which cost seconds on a few megabytes.
+_ORJSON_DEPTH = 1024
+_PAD = _ORJSON_DEPTH - MAX_JSON_DEPTH
+_OPEN, _CLOSE = b"[" * _PAD, b"]" * _PAD
+#: As ``node.jsoncodec``: a run of digits that may be an integer beyond 64 bits,
+#: which only the standard library reads exactly.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+#: Bodies larger than this are parsed in a worker thread (docs/security.md,
+#: "Event-loop stalls", says what that does and does not buy under the GIL).
+OFF_LOOP_BYTES = 256 * 1024
+
+#: The most a request without a live client token may send (logins, unseal,
+#: init, join): enough for any of them, small enough to parse in milliseconds.
+UNAUTHENTICATED_BODY_LIMIT = 1024 * 1024
+
+#: How much body this request may send: set by ``api/preauth.py`` once the
+#: client token is known to be live; otherwise :data:`UNAUTHENTICATED_BODY_LIMIT`.
+BODY_LIMIT = web.RequestKey("body_limit", int)
+
+
+class _TooDeep(InvalidRequestError):
+    def __init__(self) -> None:
+        super().__init__(f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels")
+
+
+class _BodyTooLarge(InvalidRequestError):
+    status = 413
+
+    def __init__(self) -> None:
+        super().__init__("request body too large")
+
+
+class _BodyTimeout(InvalidRequestError):
+    status = 408
+
+    def __init__(self) -> None:
+        super().__init__("timed out reading the request body")
 
 
 def _too_deep(value: Any, limit: int) -> bool:
@@ -70,18 +126,45 @@ def _too_deep(value: Any, limit: int) -> bool:
 
 
 async def _read_raw(request: web.Request) -> bytes:
-    """The whole body. Over-size raises 413 in aiohttp."""
+    """The whole body, within the request's limit (413) and the listener's
+    ``http_read_timeout`` (408)."""
+    limit = request.get(BODY_LIMIT, UNAUTHENTICATED_BODY_LIMIT)
+    length = request.content_length
+    if length is not None and length > limit:
+        raise _BodyTooLarge()
+    timeout = request.app[LIMITS].read_timeout or None
+    chunks: list[bytes] = []
+    size = 0
     try:
-        return await request.read()
+        async with asyncio.timeout(timeout):
+            async for chunk in request.content.iter_any():
+                size += len(chunk)
+                if size > limit:
+                    raise _BodyTooLarge()
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _BodyTimeout() from None
     except RequestPayloadError as exc:
-        # e.g. a body that does not decode under its Content-Encoding
+        # e.g. a body that does not decode under its Content-Encoding, or bad chunking
         detail = getattr(exc.__cause__, "message", "") or "malformed body"
         raise InvalidRequestError(f"failed to read the request body: {detail}") from exc
+    return b"".join(chunks)
+
+
+async def read_raw_body(request: web.Request) -> bytes:
+    """The body as bytes (a snapshot), with :func:`read_json_body`'s limits."""
+    return await _read_raw(request)
 
 
 async def read_json_body(request: web.Request) -> dict[str, Any]:
-    """The body as a JSON object; empty means ``{}``. Over-size raises 413 in aiohttp."""
-    return _parse_json_object(await _read_raw(request))
+    """The body as a JSON object; empty means ``{}``."""
+    return await _off_loop_if_large(_parse_json_object, await _read_raw(request))
+
+
+async def _off_loop_if_large(parse: Callable[[bytes], _T], raw: bytes) -> _T:
+    if len(raw) <= OFF_LOOP_BYTES:
+        return parse(raw)
+    return await asyncio.to_thread(parse, raw)
 
 
 def decode_json(raw: bytes) -> Any:
@@ -89,23 +172,47 @@ def decode_json(raw: bytes) -> Any:
     return jsoncodec.loads(raw)
 
 
+def decode_bounded(raw: bytes) -> Any:
+    """:func:`decode_json`, refusing nesting deeper than :data:`MAX_JSON_DEPTH` while
+    parsing (inside :data:`_PAD` arrays, orjson's limit falls at the right depth)."""
+    try:
+        padded = orjson.loads(b"".join((_OPEN, raw, _CLOSE)))
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):
+            raise _TooDeep() from None
+        return _decode_rare(raw)  # what orjson does not read as the standard library does
+    value = padded
+    for _ in range(_PAD):
+        # A body such as ``1],[2`` parses once padded: each level must hold one item.
+        if not isinstance(value, list) or len(value) != 1:
+            return _decode_rare(raw)
+        value = value[0]
+    if _LONG_DIGITS.search(raw):
+        return decode_json(raw)  # integers beyond 64 bits, read exactly
+    return value
+
+
+def _decode_rare(raw: bytes) -> Any:
+    """The standard library's reading (rare input: BOMs, UTF-16, lone surrogates, and
+    every syntax error); its recursion limit bounds nesting while it parses."""
+    try:
+        value = decode_json(raw)
+    except RecursionError as exc:
+        raise _TooDeep() from exc
+    if _too_deep(value, MAX_JSON_DEPTH):
+        raise _TooDeep()
+    return value
+
+
 def _parse_json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        parsed = decode_json(raw)
-    except RecursionError as exc:
-        raise InvalidRequestError(
-            f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels"
-        ) from exc
+        parsed = decode_bounded(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequestError(f"failed to parse JSON input: {exc}") from exc
     if not isinstance(parsed, dict):
         raise InvalidRequestError("the request body must be a JSON object")
-    if _too_deep(parsed, MAX_JSON_DEPTH):
-        raise InvalidRequestError(
-            f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels"
-        )
     return parsed
 
 
@@ -148,8 +255,8 @@ async def read_logical_body(request: web.Request) -> dict[str, Any]:
     """A write's body: JSON, or form fields when it is really a form."""
     raw = await _read_raw(request)
     if _is_form(raw, request.content_type):
-        return _parse_form(raw)
-    return _parse_json_object(raw)
+        return await _off_loop_if_large(_parse_form, raw)
+    return await _off_loop_if_large(_parse_json_object, raw)
 
 
 def _query_data(request: web.Request) -> dict[str, Any]:
@@ -163,7 +270,8 @@ def _query_data(request: web.Request) -> dict[str, Any]:
     return data
 
 
-def _operation(request: web.Request) -> Operation:
+def operation_of(request: web.Request) -> Operation:
+    """The logical operation an HTTP request asks for (405/415 for what none is)."""
     method = request.method.upper()
     query = request.query
     if method == "HELP" or "help" in query:
@@ -192,8 +300,11 @@ class _UnsupportedMediaType(InvalidRequestError):
         super().__init__("PATCH requires Content-Type: application/merge-patch+json")
 
 
-async def to_request(request: web.Request, path: str, request_id: str) -> Request:
-    operation = _operation(request)
+async def to_request(
+    request: web.Request, path: str, request_id: str, operation: Operation | None = None
+) -> Request:
+    if operation is None:
+        operation = operation_of(request)
     data: dict[str, Any] = {}
     if operation is Operation.UPDATE:
         data = await read_logical_body(request)
