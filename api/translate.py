@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import gc
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
@@ -82,8 +85,9 @@ _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 OFF_LOOP_BYTES = 256 * 1024
 
 #: The most a request without a live client token may send (logins, unseal,
-#: init, join): enough for any of them, small enough to parse in milliseconds.
-UNAUTHENTICATED_BODY_LIMIT = 1024 * 1024
+#: init, join): ample for any of them (a JWT login is a few KiB), small enough
+#: that whatever it holds is parsed in milliseconds (docs/security.md).
+UNAUTHENTICATED_BODY_LIMIT = 256 * 1024
 
 #: How much body this request may send: set by ``api/preauth.py`` once the
 #: client token is known to be live; otherwise :data:`UNAUTHENTICATED_BODY_LIMIT`.
@@ -175,33 +179,79 @@ def decode_json(raw: bytes) -> Any:
 def decode_bounded(raw: bytes) -> Any:
     """:func:`decode_json`, refusing nesting deeper than :data:`MAX_JSON_DEPTH` while
     parsing (inside :data:`_PAD` arrays, orjson's limit falls at the right depth)."""
+    with _gc_paused(len(raw)):
+        return _decode(raw)
+
+
+def _decode(raw: bytes) -> Any:
     try:
-        padded = orjson.loads(b"".join((_OPEN, raw, _CLOSE)))
-    except orjson.JSONDecodeError as exc:
-        if str(exc).startswith("depth limit exceeded"):
-            raise _TooDeep() from None
+        value = _padded_loads(raw)
+    except orjson.JSONDecodeError:
         return _decode_rare(raw)  # what orjson does not read as the standard library does
-    value = padded
-    for _ in range(_PAD):
-        # A body such as ``1],[2`` parses once padded: each level must hold one item.
-        if not isinstance(value, list) or len(value) != 1:
-            return _decode_rare(raw)
-        value = value[0]
     if _LONG_DIGITS.search(raw):
         return decode_json(raw)  # integers beyond 64 bits, read exactly
     return value
 
 
+def _padded_loads(raw: bytes) -> Any:
+    """orjson's reading of ``raw`` inside :data:`_PAD` arrays, unwrapped; ``_TooDeep``
+    past the depth limit, ``JSONDecodeError`` for anything else it refuses."""
+    try:
+        value = orjson.loads(b"".join((_OPEN, raw, _CLOSE)))
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):
+            raise _TooDeep() from None
+        raise
+    for _ in range(_PAD):
+        # A body such as ``1],[2`` parses once padded: each level must hold one item.
+        if not isinstance(value, list) or len(value) != 1:
+            raise orjson.JSONDecodeError("not one JSON value", "", 0)
+        value = value[0]
+    return value
+
+
+#: A ``\uXXXX`` escape of a UTF-16 surrogate: orjson refuses a lone one, the
+#: standard library reads it.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def _decode_rare(raw: bytes) -> Any:
-    """The standard library's reading (rare input: BOMs, UTF-16, lone surrogates, and
-    every syntax error); its recursion limit bounds nesting while it parses."""
+    """The standard library's reading (BOMs, UTF-16 and UTF-32, lone surrogates, and
+    every syntax error). The depth is checked first, by orjson, on the body made
+    readable to it (UTF-8 without a BOM, surrogate escapes replaced): the same
+    structure, so the same depth, with no walk over a value afterwards."""
+    try:
+        encoding = json.detect_encoding(raw)
+        canonical = raw if encoding == "utf-8" else raw.decode(encoding).encode("utf-8")
+        _padded_loads(_SURROGATE_ESCAPE.sub(rb"\\u0020", canonical))
+        checked = True
+    except (orjson.JSONDecodeError, UnicodeError):
+        checked = False  # the standard library refuses it too, in all but odd cases
     try:
         value = decode_json(raw)
     except RecursionError as exc:
         raise _TooDeep() from exc
-    if _too_deep(value, MAX_JSON_DEPTH):
+    if not checked and _too_deep(value, MAX_JSON_DEPTH):
         raise _TooDeep()
     return value
+
+
+#: Bodies from this size are parsed with the cyclic garbage collector paused: a
+#: parse makes no cycles, yet each collection during it walks the growing value
+#: (a third of the time of a wide 1 MiB body).
+_GC_PAUSE_BYTES = 64 * 1024
+
+
+@contextlib.contextmanager
+def _gc_paused(size: int) -> Iterator[None]:
+    if size < _GC_PAUSE_BYTES or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _parse_json_object(raw: bytes) -> dict[str, Any]:

@@ -140,8 +140,15 @@ def test_nesting_up_to_the_limit_is_read() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [_nested(MAX_JSON_DEPTH + 1), b"[" * 5_000_000, b'{"a":' * 100_000],
-    ids=["one level too deep", "5 MB of [", "deep objects"],
+    [
+        _nested(MAX_JSON_DEPTH + 1),
+        b"[" * 5_000_000,
+        b'{"a":' * 100_000,
+        b"\xef\xbb\xbf" + _nested(MAX_JSON_DEPTH + 1),
+        _nested(MAX_JSON_DEPTH + 1).replace(b"[]", b'["\\ud800"]'),
+        _nested(MAX_JSON_DEPTH + 1).decode().encode("utf-16"),
+    ],
+    ids=["one level too deep", "5 MB of [", "deep objects", "BOM", "lone surrogate", "UTF-16"],
 )
 def test_deeper_nesting_is_refused(raw: bytes) -> None:
     with pytest.raises(InvalidRequestError, match="nesting deeper than 500"):
@@ -163,8 +170,13 @@ def test_a_body_cannot_break_out_of_the_padding(raw: bytes) -> None:
     [
         (b'{"n": 12345678901234567890123}', {"n": 12345678901234567890123}),
         (b"\xef\xbb\xbf{}", {}),
+        (b'{"s": "\\ud800", "t": "\\\\ud800"}', {"s": "\ud800", "t": "\\ud800"}),
+        ('{"a": [1, {"b": "\u00e9"}]}'.encode("utf-16"), {"a": [1, {"b": "\u00e9"}]}),
+        (_nested(MAX_JSON_DEPTH).replace(b"[]", b'["\\ud800"]'), None),
         (b' {"a": [1, 2.5, "x", null, true]} ', {"a": [1, 2.5, "x", None, True]}),
     ],
 )
 def test_values_read_exactly(raw: bytes, value: object) -> None:
+    if value is None:  # as the standard library reads it
+        value = json.loads(raw)
     assert decode_bounded(raw) == value
