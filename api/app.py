@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from api.expect import checked_expect, plain_expect, with_expect
 from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
 from api.http_parser_choice import require_pure_python_parser
 from api.keys import CORE, LIMITS
@@ -73,6 +74,6 @@ def create_app(
     app.on_response_prepare.append(_server_header)
     app.cleanup_ctx.append(_outbound_client)
     app.cleanup_ctx.append(_forwarder)
-    app.add_routes(sys_routes())
-    app.add_routes(logical_routes())
+    app.add_routes(with_expect(sys_routes(), plain_expect))
+    app.add_routes(with_expect(logical_routes(), checked_expect))
     return app

@@ -210,3 +210,31 @@ async def test_connections_over_the_cap_are_refused(short: Edge) -> None:
     async with connection(short.port) as (reader, writer):
         await send(writer, request("GET", "/v1/sys/health"))
         assert (await read_reply(reader)).status == 200
+
+
+# -- Expect ------------------------------------------------------------------------------
+
+
+async def test_an_unknown_expectation_is_a_json_417(edge: Edge) -> None:
+    raw = request("PUT", "/v1/secret/data/a", edge.token, b"{}", Expect="bogus")
+    async with connection(edge.port) as (reader, writer):
+        await send(writer, raw)
+        reply = await read_reply(reader)
+    assert reply.status == 417, reply
+    assert reply.json["errors"] == ["unsupported Expect header 'bogus'"]
+
+
+async def test_continue_is_sent_only_to_a_token_holder(edge: Edge) -> None:
+    body = json.dumps({"data": {"v": 1}}).encode()
+    for token, status in (("", 403), (edge.token, 200)):
+        raw = request("PUT", "/v1/secret/data/e", token, body, Expect="100-continue")
+        async with connection(edge.port) as (reader, writer):
+            await send(writer, raw[: -len(body)])
+            first = await read_reply(reader)
+            if status == 403:
+                assert first.status == 403, first
+                assert first.json["errors"] == ["permission denied"]
+                continue
+            assert first.status == 100
+            await send(writer, body)
+            assert (await read_reply(reader)).status == status
