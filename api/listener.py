@@ -14,7 +14,9 @@ with those added, served by :func:`serve` on the runner's public ``server``:
 - ``http_idle_timeout``: aiohttp's keep-alive timeout: a connection that has not
   completed a request's header section this long after the last answer (or the
   accept) is closed without an answer. The header timeout is the shorter one
-  by default, so it answers ``408`` first.
+  by default, so it answers ``408`` first. (A header section begun in the same
+  read as a pipelined request before it falls under this timeout only: where
+  one request ends inside a read is the parser's knowledge.)
 - ``max_connections``: a connection over the cap is answered ``503`` and closed.
 """
 
@@ -46,6 +48,10 @@ __all__ = [
 #: the answer rather than a reset (aiohttp's default, 10 s, lets a slow client
 #: hold the connection that long).
 LINGER = 2.0
+
+#: ``http_idle_timeout = 0`` disables it; aiohttp's own 0 would close every
+#: connection as soon as it is idle.
+_NO_IDLE_LIMIT = 10 * 365 * 86400.0
 
 #: The ``Server`` header: the product, no library or version (set by ``api/app.py``).
 SERVER_NAME = "Coffer"
@@ -113,7 +119,10 @@ class CofferRequestHandler(web.RequestHandler):
         self, manager: web.Server, *, gate: ConnectionGate, limits: ListenerLimits, **kwargs: Any
     ) -> None:
         super().__init__(
-            manager, keepalive_timeout=limits.idle_timeout, lingering_time=LINGER, **kwargs
+            manager,
+            keepalive_timeout=limits.idle_timeout or _NO_IDLE_LIMIT,
+            lingering_time=LINGER,
+            **kwargs,
         )
         self._gate = gate
         self._limits = limits
