@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import gc
-import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
-import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
+from api.json_body import decode_bounded, decode_json
 from api.keys import LIMITS
-from node import jsoncodec
 from node.errors import InvalidRequestError, MethodNotAllowedError
 from node.framework.fields import parse_duration
 from node.logical.request import Operation, Request
@@ -65,21 +61,6 @@ def client_token(request: web.Request) -> str:
     return token
 
 
-#: Deepest nesting of objects and arrays accepted in a body (the reference's
-#: ``max_json_depth`` default); deeper input would exhaust the recursion limit
-#: of whatever later walks the value.
-MAX_JSON_DEPTH = 500
-
-#: A body is parsed inside this many arrays, so that orjson's own nesting limit
-#: (1024) refuses a body nested deeper than :data:`MAX_JSON_DEPTH` while parsing:
-#: no walk over the value afterwards, which cost seconds on a few megabytes.
-_ORJSON_DEPTH = 1024
-_PAD = _ORJSON_DEPTH - MAX_JSON_DEPTH
-_OPEN, _CLOSE = b"[" * _PAD, b"]" * _PAD
-#: As ``node.jsoncodec``: a run of digits that may be an integer beyond 64 bits,
-#: which only the standard library reads exactly.
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
-
 #: Bodies larger than this are parsed in a worker thread (docs/security.md,
 #: "Event-loop stalls", says what that does and does not buy under the GIL).
 OFF_LOOP_BYTES = 256 * 1024
@@ -92,11 +73,6 @@ UNAUTHENTICATED_BODY_LIMIT = 256 * 1024
 #: How much body this request may send: set by ``api/preauth.py`` once the
 #: client token is known to be live; otherwise :data:`UNAUTHENTICATED_BODY_LIMIT`.
 BODY_LIMIT = web.RequestKey("body_limit", int)
-
-
-class _TooDeep(InvalidRequestError):
-    def __init__(self) -> None:
-        super().__init__(f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels")
 
 
 class _BodyTooLarge(InvalidRequestError):
@@ -113,26 +89,10 @@ class _BodyTimeout(InvalidRequestError):
         super().__init__("timed out reading the request body")
 
 
-def _too_deep(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
-
-
 async def _read_raw(request: web.Request) -> bytes:
     """The whole body, within the request's limit (413) and the listener's
     ``http_read_timeout`` (408)."""
-    limit = request.get(BODY_LIMIT, UNAUTHENTICATED_BODY_LIMIT)
+    limit = request.get(BODY_LIMIT, min(UNAUTHENTICATED_BODY_LIMIT, request.client_max_size))
     length = request.content_length
     if length is not None and length > limit:
         raise _BodyTooLarge()
@@ -169,89 +129,6 @@ async def _off_loop_if_large(parse: Callable[[bytes], _T], raw: bytes) -> _T:
     if len(raw) <= OFF_LOOP_BYTES:
         return parse(raw)
     return await asyncio.to_thread(parse, raw)
-
-
-def decode_json(raw: bytes) -> Any:
-    """A body's JSON (``node.jsoncodec.loads``: orjson, exact as the standard library)."""
-    return jsoncodec.loads(raw)
-
-
-def decode_bounded(raw: bytes) -> Any:
-    """:func:`decode_json`, refusing nesting deeper than :data:`MAX_JSON_DEPTH` while
-    parsing (inside :data:`_PAD` arrays, orjson's limit falls at the right depth)."""
-    with _gc_paused(len(raw)):
-        return _decode(raw)
-
-
-def _decode(raw: bytes) -> Any:
-    try:
-        value = _padded_loads(raw)
-    except orjson.JSONDecodeError:
-        return _decode_rare(raw)  # what orjson does not read as the standard library does
-    if _LONG_DIGITS.search(raw):
-        return decode_json(raw)  # integers beyond 64 bits, read exactly
-    return value
-
-
-def _padded_loads(raw: bytes) -> Any:
-    """orjson's reading of ``raw`` inside :data:`_PAD` arrays, unwrapped; ``_TooDeep``
-    past the depth limit, ``JSONDecodeError`` for anything else it refuses."""
-    try:
-        value = orjson.loads(b"".join((_OPEN, raw, _CLOSE)))
-    except orjson.JSONDecodeError as exc:
-        if str(exc).startswith("depth limit exceeded"):
-            raise _TooDeep() from None
-        raise
-    for _ in range(_PAD):
-        # A body such as ``1],[2`` parses once padded: each level must hold one item.
-        if not isinstance(value, list) or len(value) != 1:
-            raise orjson.JSONDecodeError("not one JSON value", "", 0)
-        value = value[0]
-    return value
-
-
-#: A ``\uXXXX`` escape of a UTF-16 surrogate: orjson refuses a lone one, the
-#: standard library reads it.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _decode_rare(raw: bytes) -> Any:
-    """The standard library's reading (BOMs, UTF-16 and UTF-32, lone surrogates, and
-    every syntax error). The depth is checked first, by orjson, on the body made
-    readable to it (UTF-8 without a BOM, surrogate escapes replaced): the same
-    structure, so the same depth, with no walk over a value afterwards."""
-    try:
-        encoding = json.detect_encoding(raw)
-        canonical = raw if encoding == "utf-8" else raw.decode(encoding).encode("utf-8")
-        _padded_loads(_SURROGATE_ESCAPE.sub(rb"\\u0020", canonical))
-        checked = True
-    except (orjson.JSONDecodeError, UnicodeError):
-        checked = False  # the standard library refuses it too, in all but odd cases
-    try:
-        value = decode_json(raw)
-    except RecursionError as exc:
-        raise _TooDeep() from exc
-    if not checked and _too_deep(value, MAX_JSON_DEPTH):
-        raise _TooDeep()
-    return value
-
-
-#: Bodies from this size are parsed with the cyclic garbage collector paused: a
-#: parse makes no cycles, yet each collection during it walks the growing value
-#: (a third of the time of a wide 1 MiB body).
-_GC_PAUSE_BYTES = 64 * 1024
-
-
-@contextlib.contextmanager
-def _gc_paused(size: int) -> Iterator[None]:
-    if size < _GC_PAUSE_BYTES or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _parse_json_object(raw: bytes) -> dict[str, Any]:

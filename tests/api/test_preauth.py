@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from api.app import create_app
+from api.json_body import MAX_JSON_DEPTH, decode_bounded
 from api.listener import ListenerLimits
-from api.translate import MAX_JSON_DEPTH, UNAUTHENTICATED_BODY_LIMIT, decode_bounded
+from api.translate import UNAUTHENTICATED_BODY_LIMIT
 from node.core.core import Core
 from node.errors import InvalidRequestError
 from node.physical.inmem import InmemBackend
