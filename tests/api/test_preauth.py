@@ -116,6 +116,18 @@ async def test_unauthenticated_bodies_are_small(served: tuple[int, str]) -> None
     assert reply.json["errors"] == ["request body too large"]
 
 
+async def test_a_smaller_max_request_size_holds_for_unauthenticated_bodies() -> None:
+    core = Core(InmemBackend())
+    await core.dev_bootstrap()
+    limits = ListenerLimits()
+    body = json.dumps({"key": "x" * 2000}).encode()
+    app = create_app(core, 1000, limits=limits)
+    async with serving(app, limits) as port, connection(port) as (reader, writer):
+        await send(writer, request("POST", "/v1/sys/unseal", body=body))
+        reply = await read_reply(reader)
+    assert reply.status == 413, reply
+
+
 async def test_a_live_token_may_send_a_large_body(served: tuple[int, str]) -> None:
     port, token = served
     body = json.dumps({"data": {"v": "x" * (2 * UNAUTHENTICATED_BODY_LIMIT)}}).encode()
