@@ -117,6 +117,11 @@ def _digits(size: int) -> bytes:
     return b'{"password": [' + b"12345678901234567890123," * (size // 24) + b"1]}"
 
 
+def _policy(lines: int) -> bytes:
+    text = "\n".join(f'path "p/{n}/*" {{ capabilities = ["read"] }}' for n in range(lines))
+    return json.dumps({"policy": text}).encode()
+
+
 PHASES = [
     Phase("nothing (baseline)", lambda port, stop: [stop.wait(_PHASE_SECONDS) and 0]),
     Phase("32 MiB body to secret/, no token", _repeat(_put("/v1/secret/data/x", b"x" * 32 * MIB))),
@@ -142,6 +147,11 @@ PHASES = [
         _repeat(_put("/v1/auth/userpass/login/x", b"\xef\xbb\xbf" + _wide(AT_LIMIT))),
     ),
     Phase("300 slowloris connections", _slowloris(300)),
+    Phase(
+        "10,000-line policy, WITH a token",
+        _repeat(_put("/v1/sys/policies/acl/big", _policy(10_000), TOKEN)),
+        authenticated=True,
+    ),
     Phase(
         "30 MiB wide JSON to secret/, WITH a token",
         _repeat(_put("/v1/secret/data/x", b'{"data": ' + _wide(30 * MIB) + b"}", TOKEN)),
