@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from api.cors import cors_middleware
+from api.expect import checked_expect, plain_expect, with_expect
 from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
-from api.keys import CORE
+from api.http_parser_choice import require_pure_python_parser
+from api.keys import CORE, LIMITS
+from api.listener import SERVER_NAME, ListenerLimits
 from api.middleware import middlewares
 from api.outbound import AiohttpClient
-from api.parser import use_extension_method_parser
 from api.routes_logical import logical_routes
 from api.routes_sys import sys_routes
 from node.core.core import Core
@@ -52,17 +54,23 @@ async def _forwarder(app: web.Application) -> AsyncIterator[None]:
         await forwarder.close()
 
 
+async def _server_header(request: web.Request, response: web.StreamResponse) -> None:
+    """Name the product, not the library and its version."""
+    response.headers["Server"] = SERVER_NAME
+
+
 def create_app(
     core: Core,
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
     forwarder: Forwarder | None = None,
+    limits: ListenerLimits | None = None,
     *,
     owns_resources: bool = True,
 ) -> web.Application:
     """The app of one listener. Only one app per core (``owns_resources``) sets up
     and closes the core's outbound client and the forwarder; the apps of further
     listeners share them."""
-    use_extension_method_parser()
+    require_pure_python_parser()
     app = web.Application(
         client_max_size=max_request_size,
         # CORS outermost, so error answers carry its headers as well.
@@ -70,9 +78,11 @@ def create_app(
     )
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()
+    app[LIMITS] = limits or ListenerLimits()
+    app.on_response_prepare.append(_server_header)
     if owns_resources:
         app.cleanup_ctx.append(_outbound_client)
         app.cleanup_ctx.append(_forwarder)
-    app.add_routes(sys_routes())
-    app.add_routes(logical_routes())
+    app.add_routes(with_expect(sys_routes(), plain_expect))
+    app.add_routes(with_expect(logical_routes(), checked_expect))
     return app

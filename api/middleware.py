@@ -15,6 +15,7 @@ from aiohttp import web
 
 from api.envelope import error_response
 from api.keys import CORE
+from api.listener import request_finished, request_started
 from node.errors import CofferError
 from node.random_pool import random_bytes
 
@@ -111,13 +112,24 @@ async def edge_middleware(request: web.Request, handler: Handler) -> web.StreamR
     In effect, from the outside in: the id (set on every answer), then counting
     and logging (which see the error answers), then the errors.
     """
+    request_started(request)
     request_id = new_request_id()
     request[REQUEST_ID] = request_id
     started = time.perf_counter()
+    response: web.StreamResponse
     try:
-        response = await handler(request)
+        if request.version.major != 1:
+            # aiohttp reads an HTTP/2.0 request line as if it were 1.1; Go's server refuses it
+            response = error_response(505, ["HTTP version not supported"])
+            response.force_close()
+        else:
+            response = await handler(request)
     except Exception as exc:  # noqa: BLE001 - the process must survive any input
         response = _error_response(exc, request)
+    finally:
+        request_finished(request)
+    if response.status >= 400 and request.can_read_body:
+        response.force_close()  # a refused body (403, 408, 413) is not read to its end
     _observe(request, response.status, started, request_id)
     response.headers["X-Request-Id"] = request_id
     return response

@@ -7,14 +7,18 @@ from aiohttp import web
 from api.envelope import render
 from api.keys import CORE
 from api.middleware import REQUEST_ID
-from api.translate import to_request
+from api.preauth import authenticate_early
+from api.translate import operation_of, to_request
 
 __all__ = ["logical_routes"]
 
 
 async def logical(request: web.Request) -> web.StreamResponse:
     request_id = request[REQUEST_ID]
-    core_request = await to_request(request, request.match_info["path"], request_id)
+    path = request.match_info["path"]
+    operation = operation_of(request)
+    await authenticate_early(request, path, operation)
+    core_request = await to_request(request, path, request_id, operation)
     response = await request.app[CORE].handle(core_request)
     return render(response, request_id)
 

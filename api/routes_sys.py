@@ -13,8 +13,9 @@ from api.envelope import json_response, render
 from api.forwarding import FORWARDER
 from api.keys import CORE
 from api.middleware import REQUEST_ID
+from api.preauth import authenticate_early
 from api.tls import valid_ca_pem
-from api.translate import client_token, header, read_json_body
+from api.translate import client_token, header, read_json_body, read_raw_body
 from node.cluster.cluster import Cluster
 from node.cluster.membership import answer_membership
 from node.core.core import VERSION
@@ -276,11 +277,13 @@ async def bootstrap_member(request: web.Request) -> web.Response:
 
 async def snapshot_restore(request: web.Request) -> web.StreamResponse:
     """The one logical write whose body is not JSON: hand the raw bytes to the core."""
-    raw = await request.read()
+    path = request.path.removeprefix("/v1/")
+    await authenticate_early(request, path, Operation.UPDATE)
+    raw = await read_raw_body(request)
     request_id = request[REQUEST_ID]
     core_request = Request(
         operation=Operation.UPDATE,
-        path=request.path.removeprefix("/v1/"),
+        path=path,
         data={SNAPSHOT_FIELD: raw},
         id=request_id,
         client_token=client_token(request),

@@ -17,6 +17,8 @@ from aiohttp import web
 from api.app import create_app
 from api.cluster_setup import raft_core
 from api.forwarding import Forwarder
+from api.listener import ListenerLimits
+from api.listener import serve as serve_listener
 from api.tls import CertificateReloader
 from node.config import ConfigError, ListenerConfig, ServerConfig, dev_config, load_config
 from node.core.core import Core, CoreSettings, InitOutput
@@ -90,6 +92,15 @@ def core_settings(config: ServerConfig) -> CoreSettings:
     )
 
 
+def listener_limits(listener: ListenerConfig) -> ListenerLimits:
+    return ListenerLimits(
+        read_header_timeout=listener.http_read_header_timeout,
+        read_timeout=listener.http_read_timeout,
+        idle_timeout=listener.http_idle_timeout,
+        max_connections=listener.max_connections,
+    )
+
+
 def _join_ca_file(config: ServerConfig) -> str | None:
     for entry in config.storage.options.get("retry_join", []):
         if entry.get("leader_ca_cert_file"):
@@ -126,6 +137,7 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
         banner = _dev_banner(config.listener.address, await core.dev_bootstrap(dev_root_token_id))
     forwarder = Forwarder(_join_ca_file(config))
     runners: list[web.AppRunner] = []
+    servers: list[asyncio.Server] = []
     reloaders: list[CertificateReloader] = []
     pushers = _pushers(config, core)
     try:
@@ -133,20 +145,17 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             reloader = _reloader(listener)
             if reloader is not None:
                 reloaders.append(reloader)
-            app = create_app(core, listener.max_request_size, forwarder, owns_resources=index == 0)
+            limits = listener_limits(listener)
+            app = create_app(
+                core, listener.max_request_size, forwarder, limits, owns_resources=index == 0
+            )
             # The first runner (owning the shared resources) is cleaned up last.
             runner = web.AppRunner(app, access_log=None, handle_signals=False)
             await runner.setup()
             runners.insert(0, runner)
             host, port = split_address(listener.address)
-            site = web.TCPSite(
-                runner,
-                host,
-                port,
-                ssl_context=reloader.context if reloader else None,
-                reuse_address=True,
-            )
-            await site.start()
+            context = reloader.context if reloader else None
+            servers.append(await serve_listener(runner, host, port, limits, context))
         for pusher in pushers:
             await pusher.start()
         stop = asyncio.Event()
@@ -176,6 +185,8 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
         log.info("shutting down", extra={"event": "server.stopping"})
         for pusher in pushers:
             await pusher.stop()
+        for server in servers:
+            server.close()
         for runner in runners:
             await runner.cleanup()
         await core.seal()

@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from node import jsoncodec
+from api.json_body import decode_bounded, decode_json
+from api.keys import LIMITS
 from node.errors import InvalidRequestError, MethodNotAllowedError
 from node.framework.fields import parse_duration
 from node.logical.request import Operation, Request
 
-__all__ = ["decode_json", "header", "read_json_body", "to_request"]
+__all__ = [
+    "BODY_LIMIT",
+    "decode_bounded",
+    "decode_json",
+    "header",
+    "operation_of",
+    "read_json_body",
+    "read_raw_body",
+    "to_request",
+]
 
 _TRUE = ("", "true", "1", "t")
+_T = TypeVar("_T")
 
 
 @functools.cache
@@ -48,64 +61,85 @@ def client_token(request: web.Request) -> str:
     return token
 
 
-#: Deepest nesting of objects and arrays accepted in a body (the reference's
-#: ``max_json_depth`` default); deeper input would exhaust the recursion limit.
-MAX_JSON_DEPTH = 500
+#: Bodies larger than this are parsed in a worker thread (docs/security.md,
+#: "Event-loop stalls", says what that does and does not buy under the GIL).
+OFF_LOOP_BYTES = 256 * 1024
+
+#: The most a request without a live client token may send (logins, unseal,
+#: init, join): ample for any of them (a JWT login is a few KiB), small enough
+#: that whatever it holds is parsed in milliseconds (docs/security.md).
+UNAUTHENTICATED_BODY_LIMIT = 256 * 1024
+
+#: How much body this request may send: set by ``api/preauth.py`` once the
+#: client token is known to be live; otherwise :data:`UNAUTHENTICATED_BODY_LIMIT`.
+BODY_LIMIT = web.RequestKey("body_limit", int)
 
 
-def _too_deep(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
+class _BodyTooLarge(InvalidRequestError):
+    status = 413
+
+    def __init__(self) -> None:
+        super().__init__("request body too large")
+
+
+class _BodyTimeout(InvalidRequestError):
+    status = 408
+
+    def __init__(self) -> None:
+        super().__init__("timed out reading the request body")
 
 
 async def _read_raw(request: web.Request) -> bytes:
-    """The whole body. Over-size raises 413 in aiohttp."""
+    """The whole body, within the request's limit (413) and the listener's
+    ``http_read_timeout`` (408)."""
+    limit = request.get(BODY_LIMIT, min(UNAUTHENTICATED_BODY_LIMIT, request.client_max_size))
+    length = request.content_length
+    if length is not None and length > limit:
+        raise _BodyTooLarge()
+    timeout = request.app[LIMITS].read_timeout or None
+    chunks: list[bytes] = []
+    size = 0
     try:
-        return await request.read()
+        async with asyncio.timeout(timeout):
+            async for chunk in request.content.iter_any():
+                size += len(chunk)
+                if size > limit:
+                    raise _BodyTooLarge()
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _BodyTimeout() from None
     except RequestPayloadError as exc:
-        # e.g. a body that does not decode under its Content-Encoding
+        # e.g. a body that does not decode under its Content-Encoding, or bad chunking
         detail = getattr(exc.__cause__, "message", "") or "malformed body"
         raise InvalidRequestError(f"failed to read the request body: {detail}") from exc
+    return b"".join(chunks)
+
+
+async def read_raw_body(request: web.Request) -> bytes:
+    """The body as bytes (a snapshot), with :func:`read_json_body`'s limits."""
+    return await _read_raw(request)
 
 
 async def read_json_body(request: web.Request) -> dict[str, Any]:
-    """The body as a JSON object; empty means ``{}``. Over-size raises 413 in aiohttp."""
-    return _parse_json_object(await _read_raw(request))
+    """The body as a JSON object; empty means ``{}``."""
+    return await _off_loop_if_large(_parse_json_object, await _read_raw(request))
 
 
-def decode_json(raw: bytes) -> Any:
-    """A body's JSON (``node.jsoncodec.loads``: orjson, exact as the standard library)."""
-    return jsoncodec.loads(raw)
+async def _off_loop_if_large(parse: Callable[[bytes], _T], raw: bytes) -> _T:
+    if len(raw) <= OFF_LOOP_BYTES:
+        return parse(raw)
+    return await asyncio.to_thread(parse, raw)
 
 
 def _parse_json_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        parsed = decode_json(raw)
-    except RecursionError as exc:
-        raise InvalidRequestError(
-            f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels"
-        ) from exc
+        parsed = decode_bounded(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequestError(f"failed to parse JSON input: {exc}") from exc
     if not isinstance(parsed, dict):
         raise InvalidRequestError("the request body must be a JSON object")
-    if _too_deep(parsed, MAX_JSON_DEPTH):
-        raise InvalidRequestError(
-            f"failed to parse JSON input: nesting deeper than {MAX_JSON_DEPTH} levels"
-        )
     return parsed
 
 
@@ -148,8 +182,8 @@ async def read_logical_body(request: web.Request) -> dict[str, Any]:
     """A write's body: JSON, or form fields when it is really a form."""
     raw = await _read_raw(request)
     if _is_form(raw, request.content_type):
-        return _parse_form(raw)
-    return _parse_json_object(raw)
+        return await _off_loop_if_large(_parse_form, raw)
+    return await _off_loop_if_large(_parse_json_object, raw)
 
 
 def _query_data(request: web.Request) -> dict[str, Any]:
@@ -163,7 +197,8 @@ def _query_data(request: web.Request) -> dict[str, Any]:
     return data
 
 
-def _operation(request: web.Request) -> Operation:
+def operation_of(request: web.Request) -> Operation:
+    """The logical operation an HTTP request asks for (405/415 for what none is)."""
     method = request.method.upper()
     query = request.query
     if method == "HELP" or "help" in query:
@@ -192,8 +227,11 @@ class _UnsupportedMediaType(InvalidRequestError):
         super().__init__("PATCH requires Content-Type: application/merge-patch+json")
 
 
-async def to_request(request: web.Request, path: str, request_id: str) -> Request:
-    operation = _operation(request)
+async def to_request(
+    request: web.Request, path: str, request_id: str, operation: Operation | None = None
+) -> Request:
+    if operation is None:
+        operation = operation_of(request)
     data: dict[str, Any] = {}
     if operation is Operation.UPDATE:
         data = await read_logical_body(request)

@@ -27,7 +27,7 @@ def _use_stdlib_json() -> None:
 
     # Both modules look their codec up at call time.
     api.envelope.encode_json = jsoncodec.stdlib_dumps
-    api.translate.decode_json = jsoncodec.stdlib_loads
+    api.translate.decode_bounded = jsoncodec.stdlib_loads
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,12 @@ class ListenerConfig:
     tls_key_file: str | None = None
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
     tls_min_version: str = DEFAULT_TLS_MIN_VERSION
+    #: Slow-client limits (seconds; 0 disables one), Vault's names and defaults;
+    #: ``max_connections`` is Coffer's own cap on open client connections.
+    http_read_header_timeout: int = 10
+    http_read_timeout: int = 30
+    http_idle_timeout: int = 300
+    max_connections: int = 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,10 @@ _LISTENER_KEYS = (
     "tls_key_file",
     "max_request_size",
     "tls_min_version",
+    "http_read_header_timeout",
+    "http_read_timeout",
+    "http_idle_timeout",
+    "max_connections",
 )
 # type -> (allowed keys, required keys)
 _STORAGE_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -183,7 +187,23 @@ def _listener(body: dict[str, Any], where: Where) -> ListenerConfig:
         tls_min_version=optional(
             body, "tls_min_version", where, _tls_version, DEFAULT_TLS_MIN_VERSION
         ),
+        **_slow_client_limits(body, where),
     )
+
+
+def _slow_client_limits(body: dict[str, Any], where: Where) -> dict[str, int]:
+    """The listener's timeouts (durations) and connection cap; absent keys keep defaults."""
+    limits: dict[str, int] = {
+        name: as_duration(body[name], where.at(name))
+        for name in ("http_read_header_timeout", "http_read_timeout", "http_idle_timeout")
+        if name in body
+    }
+    if "max_connections" in body:
+        cap = _non_negative(body["max_connections"], where.at("max_connections"))
+        if cap < 1:
+            raise where.at("max_connections").error("must be at least 1")
+        limits["max_connections"] = cap
+    return limits
 
 
 def _storage(value: Any, root: Where) -> StorageConfig | None:

@@ -1,0 +1,70 @@
+"""``Expect`` headers: ``100-continue`` is answered only for a request the server will
+read the body of, and anything else is the API's JSON 417 (aiohttp's own answer
+is plain text and sends ``100 Continue`` before any check)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.http import HttpVersion11
+
+from api.envelope import error_response
+from api.keys import CORE
+from api.preauth import authenticate_early
+from api.translate import operation_of
+from node.errors import CofferError
+
+__all__ = ["checked_expect", "plain_expect", "with_expect"]
+
+ExpectHandler = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
+
+
+async def _continue(request: web.Request) -> web.StreamResponse | None:
+    expect = request.headers.get("Expect", "")
+    if request.version != HttpVersion11:
+        return None
+    if expect.lower() != "100-continue":
+        response = error_response(417, [f"unsupported Expect header {expect[:64]!r}"])
+        response.force_close()
+        return response
+    await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    return None
+
+
+async def plain_expect(request: web.Request) -> web.StreamResponse | None:
+    """For the sealed-safe endpoints: they take unauthenticated bodies (small ones)."""
+    return await _continue(request)
+
+
+async def checked_expect(request: web.Request) -> web.StreamResponse | None:
+    """For ``/v1/{path}``: the client token is checked before the client is told to
+    send its body, so a refused client never sends it (curl asks first for any
+    body over 1 KiB)."""
+    if (
+        request.version == HttpVersion11
+        and request.headers.get("Expect", "").lower() == "100-continue"
+        and await _serves_here(request)
+    ):
+        try:
+            await authenticate_early(request, request.match_info["path"], operation_of(request))
+        except CofferError as exc:
+            response = error_response(exc.status, exc.messages)
+            response.force_close()
+            return response
+    return await _continue(request)
+
+
+async def _serves_here(request: web.Request) -> bool:
+    """Whether this node answers itself: a standby relays the request (and its token
+    may be newer than the standby's replica), so the active node checks it."""
+    cluster = request.app[CORE].cluster
+    return cluster is None or (await cluster.state()).active
+
+
+def with_expect(routes: list[web.RouteDef], handler: ExpectHandler) -> list[web.RouteDef]:
+    """``routes`` with ``handler`` as their ``Expect`` handler (aiohttp's route option)."""
+    return [
+        web.RouteDef(r.method, r.path, r.handler, {**r.kwargs, "expect_handler": handler})
+        for r in routes
+    ]

@@ -1,0 +1,158 @@
+"""Property (issue 14, item 2): whatever requests a client sends on one connection and
+however the bytes are split across reads, the server parses exactly those requests.
+
+Native and extension methods (``LIST``, ``HELP``), with and without bodies,
+``Content-Length`` and chunked, pipelined, cut at arbitrary byte offsets into
+separate writes over a real socket to the server's own listener
+(``api.listener.serve``), in front of an app that echoes what it was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from api.listener import ListenerLimits, serve
+
+METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "LIST", "HELP", "FROB"]
+
+
+@dataclass(frozen=True)
+class Sent:
+    method: str
+    path: str
+    body: bytes
+    framing: str  # "none", "length" or "chunked"
+    chunks: tuple[int, ...]  # chunk sizes when chunked
+
+    def encode(self, seq: int) -> bytes:
+        lines = [f"{self.method} {self.path} HTTP/1.1", "Host: coffer", f"X-Seq: {seq}"]
+        if self.framing == "length":
+            lines.append(f"Content-Length: {len(self.body)}")
+            return ("\r\n".join(lines) + "\r\n\r\n").encode() + self.body
+        if self.framing == "chunked":
+            lines.append("Transfer-Encoding: chunked")
+            out = [("\r\n".join(lines) + "\r\n\r\n").encode()]
+            rest = self.body
+            for size in self.chunks:
+                if not rest:
+                    break
+                piece, rest = rest[:size], rest[size:]
+                out.append(b"%x\r\n%s\r\n" % (len(piece), piece))
+            if rest:
+                out.append(b"%x\r\n%s\r\n" % (len(rest), rest))
+            out.append(b"0\r\n\r\n")
+            return b"".join(out)
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> Sent:
+    method = draw(st.sampled_from(METHODS))
+    path = "/v1/" + draw(st.text("abcxyz019/-_.", max_size=30))
+    framing = draw(st.sampled_from(["none", "length", "chunked"]))
+    body = b"" if framing == "none" else draw(st.binary(max_size=300))
+    chunks = tuple(draw(st.lists(st.integers(1, 64), max_size=6)))
+    return Sent(method, path, body, framing, chunks)
+
+
+async def _echo(request: web.Request) -> web.Response:
+    body = await request.read()
+    return web.json_response(
+        {
+            "method": request.method,
+            "path": request.raw_path,
+            "seq": request.headers.get("X-Seq", ""),
+            "body": body.hex(),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def port() -> Iterator[int]:
+    """The echo app on the server's listener, on a loop in its own thread (hypothesis
+    drives plain blocking sockets)."""
+    loop = asyncio.new_event_loop()
+    ready: list[int] = []
+    started = threading.Event()
+    stop = asyncio.Event()
+
+    async def run() -> None:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", _echo)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        server = await serve(runner, "127.0.0.1", 0, ListenerLimits())
+        ready.append(server.sockets[0].getsockname()[1])
+        started.set()
+        await stop.wait()
+        server.close()
+        await runner.cleanup()
+        await server.wait_closed()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(run(),))
+    thread.start()
+    started.wait(10)
+    try:
+        yield ready[0]
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+        loop.close()
+
+
+def _read_replies(sock: socket.socket, count: int) -> list[dict[str, str]]:
+    buffer = b""
+    replies = []
+    while len(replies) < count:
+        while b"\r\n\r\n" not in buffer:
+            data = sock.recv(65536)
+            assert data, f"connection closed after {len(replies)} of {count} replies"
+            buffer += data
+        head, _, buffer = buffer.partition(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(buffer) < length:
+            data = sock.recv(65536)
+            assert data, "connection closed mid-reply"
+            buffer += data
+        body, buffer = buffer[:length], buffer[length:]
+        assert status == 200, (status, body)
+        replies.append(json.loads(body))
+    return replies
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sent=st.lists(requests(), min_size=1, max_size=4),
+    cuts=st.lists(st.floats(0, 1, exclude_min=True, exclude_max=True), max_size=6),
+)
+def test_every_request_arrives_as_sent(port: int, sent: list[Sent], cuts: list[float]) -> None:
+    stream = b"".join(request.encode(seq) for seq, request in enumerate(sent))
+    offsets = sorted({int(cut * len(stream)) for cut in cuts} - {0})
+    pieces = [stream[a:b] for a, b in zip([0, *offsets], [*offsets, len(stream)], strict=True)]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for n, piece in enumerate(pieces):
+            if n:
+                time.sleep(0.003)  # so the server reads the pieces apart
+            sock.sendall(piece)
+        replies = _read_replies(sock, len(sent))
+    assert replies == [
+        {"method": r.method, "path": r.path, "seq": str(seq), "body": r.body.hex()}
+        for seq, r in enumerate(sent)
+    ]
