@@ -53,7 +53,7 @@ from api.envelope import error_response
 from api.keys import CORE
 from api.outbound import bounded_request
 from api.tls import client_context, valid_ca_pem
-from api.translate import client_token, header
+from api.translate import client_token, header, remember_body
 from node.cluster.cluster import Cluster
 from node.cluster.errors import IndexNotReachedError, NoActiveNodeError, NotCaughtUpError
 from node.cluster.relay import Relayed, RelayRefusedError, body_digest, sign_relayed
@@ -296,7 +296,9 @@ async def vouched_request(request: web.Request, cluster: Cluster) -> web.Request
     # Cloned before the body is read (aiohttp refuses after); the clone shares
     # the body stream and keeps what it read for the handler.
     vouched = request.clone(remote=address)
-    relayed = await relayed_fields(vouched, address, await vouched.read())
+    body = await vouched.read()
+    remember_body(vouched, body)
+    relayed = await relayed_fields(vouched, address, body)
     try:
         cluster.relay_nonces.verify(key, signature, relayed)
     except RelayRefusedError as exc:

@@ -89,9 +89,21 @@ class _BodyTimeout(InvalidRequestError):
         super().__init__("timed out reading the request body")
 
 
+#: A body some earlier step already took off the stream (the forwarding check),
+#: so that the handler reads the same bytes instead of an exhausted stream.
+_READ_BODY = web.RequestKey("read_body", bytes)
+
+
+def remember_body(request: web.Request, body: bytes) -> None:
+    """Record ``body`` as ``request``'s, for readers after the one that consumed it."""
+    request[_READ_BODY] = body
+
+
 async def _read_raw(request: web.Request) -> bytes:
     """The whole body, within the request's limit (413) and the listener's
     ``http_read_timeout`` (408)."""
+    if _READ_BODY in request:
+        return request[_READ_BODY]
     limit = request.get(BODY_LIMIT, min(UNAUTHENTICATED_BODY_LIMIT, request.client_max_size))
     length = request.content_length
     if length is not None and length > limit:

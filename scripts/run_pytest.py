@@ -6,8 +6,13 @@ CI must never go green on an empty or fully skipped run.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
+
+# As ``python -m pytest`` would: the repository root on the path, so pyproject's
+# ``-p tests.pure_python_http`` plugin imports.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 class _Outcomes:
