@@ -13,6 +13,7 @@ from api.outbound import AiohttpClient
 from api.parser import use_extension_method_parser
 from api.routes_logical import logical_routes
 from api.routes_sys import sys_routes
+from api.ui import ui_routes
 from node.core.core import Core
 
 __all__ = ["create_app"]
@@ -55,7 +56,9 @@ def create_app(
     core: Core,
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
     forwarder: Forwarder | None = None,
+    ui: bool = False,
 ) -> web.Application:
+    """The HTTP API around ``core``; ``ui`` adds the web interface (``/ui/``, ``/``)."""
     use_extension_method_parser()
     app = web.Application(
         client_max_size=max_request_size, middlewares=[*middlewares, forwarding_middleware]
@@ -66,4 +69,6 @@ def create_app(
     app.cleanup_ctx.append(_forwarder)
     app.add_routes(sys_routes())
     app.add_routes(logical_routes())
+    if ui:
+        app.add_routes(ui_routes())
     return app

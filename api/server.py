@@ -129,7 +129,9 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             config.listener.tls_key_file,
             config.listener.tls_min_version,
         )
-    app = create_app(core, config.listener.max_request_size, Forwarder(_join_ca_file(config)))
+    app = create_app(
+        core, config.listener.max_request_size, Forwarder(_join_ca_file(config)), ui=config.ui
+    )
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(
