@@ -58,8 +58,8 @@ export function encodePath(path) {
 /**
  * Call the API. `path` is below /v1/ and already encoded.
  * Options: body (JSON), token (false: unauthenticated; string: that token),
- * namespace (overrides the session's), notFound (value to return on a 404 instead of
- * an error: an empty LIST answers 404).
+ * namespace (overrides the session's), notFound (value to return on a 404 without data
+ * instead of an error: an empty LIST answers 404).
  */
 export async function api(method, path, options = {}) {
   const headers = { "X-Vault-Request": "true" };
@@ -90,7 +90,8 @@ export async function api(method, path, options = {}) {
     }
   }
   if (!response.ok) {
-    if (response.status === 404 && "notFound" in options) return options.notFound;
+    // A 404 may still carry data (KV v2's deleted version: its metadata, no data).
+    if (response.status === 404 && "notFound" in options) return data && data.data ? data : options.notFound;
     const messages = data && Array.isArray(data.errors) ? data.errors.filter(Boolean) : [];
     if (!messages.length) {
       messages.push(STATUS_WORDS[response.status] || `the server answered HTTP ${response.status}`);

@@ -1,0 +1,248 @@
+"""The web UI in a real browser (Debian's chromium through Playwright) against real servers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.support import PHONE, DevServer, UiCluster, call
+
+pytestmark = pytest.mark.slow
+
+
+def sign_in_with_token(page: Any, base: str, token: str) -> None:
+    page.goto(f"{base}/")
+    page.get_by_label("Token", exact=True).fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("heading", name="Secrets", exact=True).wait_for()
+
+
+def alert(page: Any) -> str:
+    box = page.get_by_role("alert").first
+    box.wait_for()
+    return str(box.inner_text())
+
+
+def test_sign_in_with_a_token_keeps_it_in_session_storage_only(page: Any, dev: DevServer) -> None:
+    page.goto(f"{dev.base}/")
+    assert page.url.endswith("/ui/")
+    # A wrong token is refused in words.
+    page.get_by_label("Token", exact=True).fill("not-a-token")
+    page.get_by_label("Token", exact=True).press("Enter")  # keyboard only
+    assert "permission denied" in alert(page)
+    page.get_by_label("Token", exact=True).fill(dev.root_token)
+    page.get_by_label("Token", exact=True).press("Enter")
+    page.get_by_role("heading", name="Secrets", exact=True).wait_for()
+    assert page.get_by_role("link", name="secret/").is_visible()
+    assert dev.root_token in page.evaluate("sessionStorage.getItem('coffer.session')")
+    assert page.evaluate("localStorage.length") == 0
+    assert page.evaluate("document.cookie") == ""
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("heading", name="Sign in to Coffer").wait_for()
+    assert page.evaluate("sessionStorage.getItem('coffer.session')") is None
+    assert not page.problems
+
+
+def test_sign_in_with_userpass(page: Any, dev: DevServer) -> None:
+    assert dev.call("POST", "/v1/sys/auth/userpass", {"type": "userpass"}).status == 204
+    reply = dev.call(
+        "POST", "/v1/auth/userpass/users/alice", {"password": "s3cret-pw", "policies": "default"}
+    )
+    assert reply.status in (200, 204), reply
+    page.goto(f"{dev.base}/ui/")
+    page.get_by_label("Method").select_option("userpass")
+    assert not page.get_by_label("TOTP passcode").is_visible()
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("wrong")
+    page.get_by_role("button", name="Sign in").click()
+    assert re.search(r"invalid|denied", alert(page), re.I)
+    page.get_by_label("Password").fill("s3cret-pw")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("heading", name="Secrets", exact=True).wait_for()
+    assert "alice" in page.locator(".user").inner_text()
+    # A default-policy token may not list policies: the page says so in words.
+    page.get_by_role("link", name="Policies").click()
+    assert "permission denied" in alert(page)
+    assert not page.problems
+
+
+def test_kv_v2_round_trip_with_a_version_deleted_and_undeleted(page: Any, dev: DevServer) -> None:
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.get_by_role("link", name="secret/").click()
+    page.get_by_role("link", name="Create secret").click()
+    page.get_by_label("Path").fill("app/db")
+    page.get_by_label("Key", exact=True).nth(0).fill("user")
+    page.get_by_label("Value", exact=True).nth(0).fill("admin")
+    page.get_by_role("button", name="Add row").click()
+    page.get_by_label("Key", exact=True).nth(1).fill("password")
+    page.get_by_label("Value", exact=True).nth(1).fill("hunter2")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_role("heading", name="app/db").wait_for()
+    # Masked until revealed.
+    assert "hunter2" not in page.locator("main").inner_text()
+    page.get_by_role("button", name="Reveal password").click()
+    assert "hunter2" in page.locator("main").inner_text()
+    stored = dev.call("GET", "/v1/secret/data/app/db").json["data"]
+    assert stored["data"] == {"user": "admin", "password": "hunter2"}
+
+    # Version 2 through the JSON view.
+    page.get_by_role("link", name="Edit (new version)").click()
+    page.get_by_role("heading", name="Edit app/db").wait_for()
+    page.get_by_role("button", name="JSON view").click()
+    page.get_by_label("Secret data as JSON").fill('{"user": "admin", "password": "correct horse"}')
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("Version 2, created").wait_for()
+    assert dev.call("GET", "/v1/secret/data/app/db").json["data"]["metadata"]["version"] == 2
+
+    page.get_by_role("button", name="Delete version 2").click()  # reversible: no confirmation
+    page.get_by_role("button", name="Undelete version 2").wait_for()
+    meta = dev.call("GET", "/v1/secret/metadata/app/db").json["data"]
+    assert meta["versions"]["2"]["deletion_time"]
+    assert "Version 2 is deleted" in page.locator("main").inner_text()
+
+    page.get_by_role("button", name="Undelete version 2").click()
+    page.get_by_role("button", name="Delete version 2").wait_for()
+    data = dev.call("GET", "/v1/secret/data/app/db").json["data"]["data"]
+    assert data == {"user": "admin", "password": "correct horse"}
+
+    # Version 1 is still readable by its link.
+    page.get_by_role("link", name="View version 1").click()
+    page.get_by_text("Version 1, created").wait_for()
+    page.get_by_role("button", name="Reveal password").click()
+    assert "hunter2" in page.locator("main").inner_text()
+    assert not page.problems
+
+
+def test_kv_v1_create_and_delete(page: Any, dev: DevServer) -> None:
+    assert dev.call("POST", "/v1/sys/mounts/kv1", {"type": "kv"}).status == 204
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.get_by_role("link", name="kv1/").click()
+    page.get_by_role("link", name="Create secret").click()
+    page.get_by_label("Path").fill("plain")
+    page.get_by_label("Key", exact=True).nth(0).fill("k")
+    page.get_by_label("Value", exact=True).nth(0).fill("v")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_role("heading", name="plain").wait_for()
+    assert dev.call("GET", "/v1/kv1/plain").json["data"] == {"k": "v"}
+    page.get_by_role("button", name="Delete", exact=True).click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    page.get_by_text("Nothing here yet.").wait_for()
+    assert dev.call("GET", "/v1/kv1/plain").status == 404
+    assert not page.problems
+
+
+def test_policy_edit_shows_the_syntax_error_at_its_line(page: Any, dev: DevServer) -> None:
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.get_by_role("link", name="Policies").click()
+    page.get_by_role("link", name="Create policy").click()
+    page.get_by_label("Name", exact=True).fill("ops")
+    broken = 'path "secret/*" {\n  capabilities = ["read"\n}\n'
+    page.get_by_label("Policy (HCL or JSON)").fill(broken)
+    page.get_by_role("button", name="Save policy").click()
+    message = alert(page)
+    assert "The policy was not saved" in message and "line 3" in message
+    assert page.get_by_text("Error at line 3:").is_visible()
+    assert page.locator(".excerpt li.bad code").inner_text() == "}"
+    assert page.get_by_label("Policy (HCL or JSON)").get_attribute("aria-invalid") == "true"
+    assert dev.call("GET", "/v1/sys/policies/acl/ops").status == 404
+
+    fixed = 'path "secret/*" {\n  capabilities = ["read"]\n}\n'
+    page.get_by_label("Policy (HCL or JSON)").fill(fixed)
+    page.get_by_role("button", name="Save policy").click()
+    page.get_by_role("heading", name="Policy ops").wait_for()
+    assert dev.call("GET", "/v1/sys/policies/acl/ops").json["data"]["policy"] == fixed
+    assert not page.problems
+
+
+def test_tokens_create_lookup_revoke(page: Any, dev: DevServer) -> None:
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.get_by_role("link", name="Tokens").click()
+    page.get_by_label("Policies").fill("default")
+    page.get_by_label("Display name").fill("ci")
+    page.get_by_role("button", name="Create token").click()
+    page.get_by_text("Token created.").wait_for()
+    page.get_by_role("button", name="Reveal new token").click()
+    token = page.locator(".alert.ok .secret code").first.inner_text()
+    assert dev.call("GET", "/v1/auth/token/lookup-self", token=token).status == 200
+    page.get_by_label("Token or accessor").first.fill(token)
+    page.get_by_role("button", name="Look up", exact=True).click()
+    page.get_by_text("token-ci").wait_for()
+    page.get_by_label("Token or accessor").nth(1).fill(token)
+    page.get_by_role("button", name="Revoke").click()
+    page.get_by_role("dialog").get_by_role("button", name="Revoke").click()
+    page.get_by_text("Token revoked.").wait_for()
+    assert dev.call("GET", "/v1/auth/token/lookup-self", token=token).status == 403
+    assert not page.problems
+
+
+def test_usable_at_375_px(page: Any, dev: DevServer) -> None:
+    dev.call(
+        "POST", "/v1/secret/data/a-rather-long-folder-name/and-a-long-secret", {"data": {"k": "v"}}
+    )
+    page.set_viewport_size(PHONE)
+    sign_in_with_token(page, dev.base, dev.root_token)
+    for route in (
+        "secrets/secret/a-rather-long-folder-name%2Fand-a-long-secret",
+        "access",
+        "tokens",
+    ):
+        page.goto(f"{dev.base}/ui/#/{route}")
+        page.locator("main h1").wait_for()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], (route, width)
+    assert not page.problems
+
+
+def test_unseal_a_sealed_server_key_by_key(page: Any, tmp_path: Path) -> None:
+    nodes = UiCluster(tmp_path, 1)
+    try:
+        node = nodes.nodes[0]
+        node.start()
+        page.goto(f"{node.api_addr}/ui/")
+        page.get_by_role("heading", name="Coffer is not initialised").wait_for()
+        nodes.init(node, shares=3, threshold=2)
+        page.reload()
+        page.get_by_role("heading", name="Coffer is sealed").wait_for()
+        assert page.get_by_text("Key shares entered: 0 of 2").is_visible()
+        page.get_by_label("Unseal key share").fill("not-a-key")
+        page.get_by_role("button", name="Submit key share").click()
+        assert alert(page)  # the server's reason, in words
+        page.get_by_label("Unseal key share").fill(nodes.keys[0])
+        page.get_by_role("button", name="Submit key share").click()
+        page.get_by_text("Key shares entered: 1 of 2").wait_for()
+        page.get_by_label("Unseal key share").fill(nodes.keys[1])
+        page.get_by_role("button", name="Submit key share").click()
+        page.get_by_role("heading", name="Sign in to Coffer").wait_for()
+        assert call(node.api_addr, "GET", "/v1/sys/seal-status").json["sealed"] is False
+        assert not page.problems
+    finally:
+        nodes.close()
+
+
+def test_cluster_page_shows_three_nodes_and_the_leader(page: Any, tmp_path: Path) -> None:
+    nodes = UiCluster(tmp_path, 3)
+    try:
+        nodes.bootstrap()
+        active = nodes.active()
+        standby = next(n for n in nodes.nodes if n is not active)
+        # Through a standby: the page's API calls are forwarded like any client's.
+        sign_in_with_token(page, standby.api_addr, nodes.root_token)
+        page.get_by_role("link", name="Cluster").click()
+        peers = page.get_by_role("region", name="Raft peers")
+        peers.wait_for()
+        rows = peers.locator("tbody tr")
+        assert rows.count() == 3
+        text = peers.inner_text()
+        for node in nodes.nodes:
+            assert node.name in text
+        assert text.count("leader") == 1
+        assert f"{active.name}" in rows.filter(has_text="leader").inner_text()
+        leader = page.get_by_role("region", name="Leader").inner_text()
+        assert "HA enabled\tyes" in leader
+        assert active.api_addr in leader
+        assert not page.problems
+    finally:
+        nodes.close()
