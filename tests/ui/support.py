@@ -117,3 +117,26 @@ class UiNode(servers.Node):
 
 class UiCluster(servers.Cluster):
     node_type: ClassVar[type[Any]] = UiNode
+
+
+@contextlib.contextmanager
+def idp_emulator(api_token: str) -> Iterator[tuple[Any, str]]:
+    """The provider emulator (an aiohttp app) on its own loop in a thread, so the sync
+    browser test can block while Coffer calls it; yields the emulator and its origin."""
+    import asyncio
+    import threading
+
+    from tests.support.idp_emulator import IdpEmulator
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="idp-emulator", daemon=True)
+    thread.start()
+    emulator = IdpEmulator(api_token=api_token)
+    try:
+        origin = asyncio.run_coroutine_threadsafe(emulator.start(), loop).result(30)
+        yield emulator, origin
+    finally:
+        asyncio.run_coroutine_threadsafe(emulator.close(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.support import PHONE, DevServer, UiCluster, call
+from tests.ui.support import PHONE, DevServer, UiCluster, call, idp_emulator
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +67,27 @@ def test_sign_in_with_userpass(page: Any, dev: DevServer) -> None:
     page.get_by_role("link", name="Policies").click()
     assert "permission denied" in alert(page)
     assert not page.problems
+
+
+def test_sign_in_with_the_idp_method_and_a_totp_passcode(page: Any, dev: DevServer) -> None:
+    with idp_emulator("api-token-1") as (emulator, origin):
+        emulator.add_user("bob", "correct horse", groups=["ops"], totp_passcode="123456")
+        assert dev.call("POST", "/v1/sys/auth/idp", {"type": "idp"}).status == 204
+        config = {"org_name": "example", "base_url": origin, "api_token": "api-token-1"}
+        assert dev.call("POST", "/v1/auth/idp/config", config).status in (200, 204)
+        page.goto(f"{dev.base}/ui/")
+        page.get_by_label("Method").select_option("idp")
+        assert page.get_by_label("Mount path").input_value() == "idp"
+        page.get_by_label("Username").fill("bob")
+        page.get_by_label("Password").fill("correct horse")
+        page.get_by_label("TOTP passcode").fill("000000")
+        page.get_by_role("button", name="Sign in").click()
+        assert alert(page)  # the provider's refusal, in words
+        page.get_by_label("TOTP passcode").fill("123456")
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("heading", name="Secrets", exact=True).wait_for()
+        assert "bob" in page.locator(".user").inner_text()
+        assert not page.problems
 
 
 def test_kv_v2_round_trip_with_a_version_deleted_and_undeleted(page: Any, dev: DevServer) -> None:
@@ -213,6 +234,8 @@ def test_unseal_a_sealed_server_key_by_key(page: Any, tmp_path: Path) -> None:
         page.get_by_label("Unseal key share").fill(nodes.keys[0])
         page.get_by_role("button", name="Submit key share").click()
         page.get_by_text("Key shares entered: 1 of 2").wait_for()
+        status = page.get_by_role("region", name="Seal status").inner_text()
+        assert "Unseal progress\t1 of 2" in status  # the table follows the form
         page.get_by_label("Unseal key share").fill(nodes.keys[1])
         page.get_by_role("button", name="Submit key share").click()
         page.get_by_role("heading", name="Sign in to Coffer").wait_for()

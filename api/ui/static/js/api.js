@@ -62,11 +62,11 @@ export function encodePath(path) {
  * instead of an error: an empty LIST answers 404).
  */
 export async function api(method, path, options = {}) {
-  const headers = { "X-Vault-Request": "true" };
+  const headers = { "X-Service-Request": "true" };
   const token = options.token === undefined ? session.token : options.token;
-  if (token) headers["X-Vault-Token"] = token;
+  if (token) headers["X-Service-Token"] = token;
   const namespace = options.namespace === undefined ? session.namespace : options.namespace;
-  if (namespace) headers["X-Vault-Namespace"] = namespace;
+  if (namespace) headers["X-Service-Namespace"] = namespace;
   const init = { method, headers, cache: "no-store", credentials: "omit" };
   if (options.body !== undefined) {
     headers["Content-Type"] = "application/json";

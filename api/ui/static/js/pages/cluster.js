@@ -24,24 +24,8 @@ export async function clusterPage(parts, ctx) {
   ]);
   const refresh = h("button", { type: "button", class: "secondary", onclick: () => ctx.render() }, "Refresh");
   const children = [pageTitle("Cluster"), h("p", {}, refresh)];
-
-  if (leader.error) children.push(section("Leader", errorBox(leader.error, "Cannot read sys/leader")));
-  else {
-    const l = leader.data;
-    const rows = [
-      ["HA enabled", yes(l.ha_enabled)],
-      ["This node is the leader", yes(l.is_self)],
-      ["Leader address", l.leader_address || "none"],
-      ["Leader cluster address", l.leader_cluster_address || "none"],
-      ["Performance standby", yes(l.performance_standby)],
-    ];
-    if ("raft_committed_index" in l) rows.push(["Raft committed index", String(l.raft_committed_index)]);
-    if ("raft_applied_index" in l) rows.push(["Raft applied index", String(l.raft_applied_index)]);
-    if (l.active_time && !l.active_time.startsWith("0001")) rows.push(["Active since", l.active_time]);
-    children.push(section("Leader", table("Leader", ["Property", "Value"], rows)));
-  }
-
   const health = (autopilot.data && autopilot.data.servers) || {};
+
   if (ha.error) {
     if (ha.error.status !== 404) children.push(section("Nodes", errorBox(ha.error, "Cannot read sys/ha-status")));
   } else {
@@ -80,6 +64,22 @@ export async function clusterPage(parts, ctx) {
       ),
     );
   }
+  if (leader.error) children.push(section("Leader", errorBox(leader.error, "Cannot read sys/leader")));
+  else {
+    const l = leader.data;
+    const rows = [
+      ["HA enabled", yes(l.ha_enabled)],
+      ["This node is the leader", yes(l.is_self)],
+      ["Leader address", l.leader_address || "none"],
+      ["Leader cluster address", l.leader_cluster_address || "none"],
+      ["Performance standby", yes(l.performance_standby)],
+    ];
+    if ("raft_committed_index" in l) rows.push(["Raft committed index", String(l.raft_committed_index)]);
+    if ("raft_applied_index" in l) rows.push(["Raft applied index", String(l.raft_applied_index)]);
+    if (l.active_time && !l.active_time.startsWith("0001")) rows.push(["Active since", l.active_time]);
+    children.push(section("Leader", table("Leader", ["Property", "Value"], rows)));
+  }
+
   if (autopilot.data) {
     const a = autopilot.data;
     children.push(

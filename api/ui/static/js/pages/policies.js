@@ -62,7 +62,7 @@ function edit(ctx, name, text) {
   const out = outcome();
   const creating = !name;
   const nameInput = input({ id: "policy-name", value: name, readonly: !creating });
-  const area = h("textarea", { id: "policy-text", rows: "16", spellcheck: "false", class: "mono" });
+  const area = h("textarea", { id: "policy-text", rows: "12", spellcheck: "false", class: "mono" });
   area.value = text;
   const gutter = h("div", { class: "gutter", "aria-hidden": "true" });
   const renumber = () => {
@@ -116,9 +116,9 @@ function edit(ctx, name, text) {
       },
     },
     field("Name", nameInput),
+    out.el, // above the editor: the error and its line stay in view next to the text
     h("div", { class: "field" }, h("label", { for: "policy-text" }, "Policy (HCL or JSON)"), h("div", { class: "editor" }, gutter, area)),
     h("div", { class: "actions" }, buttons, h("a", { class: "button secondary", href: "#/policies" }, "Back to list")),
-    out.el,
   );
   area.setAttribute("aria-describedby", "policy-help");
   return h(

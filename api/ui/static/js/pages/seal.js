@@ -31,6 +31,7 @@ function progressBar(status) {
 export async function sealPage(status, rerender) {
   const out = outcome();
   const children = [pageTitle(status.sealed ? "Coffer is sealed" : "Seal status")];
+  const statusHolder = h("div", {}, statusTable(status));
   if (status.sealed) {
     const key = input({ id: "unseal-key", type: "password", autocomplete: "off" });
     const submit = h("button", { type: "submit" }, "Submit key share");
@@ -52,6 +53,7 @@ export async function sealPage(status, rerender) {
               return;
             }
             progress.replaceChildren(progressBar(next));
+            statusHolder.replaceChildren(statusTable(next));
             out.ok(`Key share accepted: ${next.progress} of ${next.t}.`);
             key.focus();
           }, submit);
@@ -68,6 +70,7 @@ export async function sealPage(status, rerender) {
       act(out, async () => {
         const next = await api("PUT", "sys/unseal", { body: { reset: true }, token: "", namespace: "" });
         progress.replaceChildren(progressBar(next));
+        statusHolder.replaceChildren(statusTable(next));
         out.ok("Progress reset.");
       }, reset),
     );
@@ -83,7 +86,7 @@ export async function sealPage(status, rerender) {
     });
     children.push(h("div", { class: "card" }, h("h2", {}, "Seal"), h("p", {}, "Sealing discards the key in memory."), seal, out.el));
   }
-  children.push(h("section", { class: "card" }, h("h2", {}, "Status"), statusTable(status)));
+  children.push(h("section", { class: "card" }, h("h2", {}, "Status"), statusHolder));
   return h("div", {}, children);
 }
 
