@@ -40,11 +40,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, browser() as chromium:
         page = chromium.new_page(viewport=DESKTOP)
         with dev_server(Path(tmp)) as dev:
-            for version, body in enumerate(
-                [{"username": "app", "password": "hunter2"}, {"username": "app", "password": "s3"}]
-            ):
-                dev.call("POST", "/v1/secret/data/apps/web/db", {"data": body})
-                assert version >= 0
+            for password in ("hunter2", "s3"):
+                body = {"data": {"username": "app", "password": password}}
+                dev.call("POST", "/v1/secret/data/apps/web/db", body)
             dev.call("POST", "/v1/secret/data/apps/web/api-key", {"data": {"key": "k-123"}})
             dev.call("POST", "/v1/secret/data/apps/batch/creds", {"data": {"user": "b"}})
             dev.call("POST", "/v1/sys/mounts/legacy", {"type": "kv", "description": "KV v1"})
@@ -82,6 +80,16 @@ def main() -> int:
             page.get_by_role("button", name="Create token").click()
             page.get_by_text("Token created.").wait_for()
             shot(page, "tokens")
+            dev.call("POST", "/v1/identity/entity", {"name": "alice", "policies": ["dev"]})
+            dev.call("POST", "/v1/identity/entity", {"name": "bob", "policies": ["ops"]})
+            alice = dev.call("GET", "/v1/identity/entity/name/alice").json["data"]["id"]
+            dev.call(
+                "POST",
+                "/v1/identity/group",
+                {"name": "engineering", "policies": ["eng"], "member_entity_ids": [alice]},
+            )
+            visit(page, dev.base, "identity", "Identity")
+            shot(page, "identity")
             visit(page, dev.base, "namespaces", "Namespaces")
             shot(page, "namespaces")
             phone = chromium.new_page(viewport=PHONE)

@@ -269,3 +269,61 @@ def test_cluster_page_shows_three_nodes_and_the_leader(page: Any, tmp_path: Path
         assert not page.problems
     finally:
         nodes.close()
+
+
+def test_wrap_a_secret_and_unwrap_it_once(page: Any, dev: DevServer) -> None:
+    dev.call("POST", "/v1/secret/data/handover", {"data": {"api-key": "k-42"}})
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.goto(f"{dev.base}/ui/#/secrets/secret/handover")
+    page.get_by_role("heading", name="handover").wait_for()
+    page.get_by_label("Wrapping TTL").fill("2m")
+    page.get_by_role("button", name="Wrap", exact=True).click()
+    page.get_by_role("button", name="Reveal wrapping token").click()
+    wrapping = page.locator(".alert.ok .secret code").first.inner_text()
+    assert wrapping and "•" not in wrapping
+    page.get_by_role("link", name="Tokens").click()
+    page.get_by_role("heading", name="Tokens").wait_for()
+    page.get_by_label("Wrapping token", exact=True).fill(wrapping)
+    page.get_by_role("button", name="Unwrap").click()
+    page.get_by_text("Unwrapped.").wait_for()
+    page.get_by_role("button", name="Reveal api-key").click()
+    assert "k-42" in page.locator("main").inner_text()
+    # Single use: a second unwrap is refused, in words.
+    page.get_by_label("Wrapping token", exact=True).fill(wrapping)
+    page.get_by_role("button", name="Unwrap").click()
+    assert alert(page)
+    assert not page.problems
+
+
+def test_identity_entities_and_groups(page: Any, dev: DevServer) -> None:
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.get_by_role("link", name="Identity").click()
+    page.get_by_role("heading", name="Identity").wait_for()
+    page.locator("#entity-name").fill("carol")
+    page.locator("#entity-policies").fill("default, dev")
+    page.get_by_role("button", name="Create entity").click()
+    page.get_by_role("button", name="Delete entity carol").wait_for()
+    page.locator("#group-name").fill("devs")
+    page.locator("#group-members").fill("nobody")
+    page.get_by_role("button", name="Create group").click()
+    assert "no entity named nobody" in alert(page)
+    page.locator("#group-members").fill("carol")
+    page.get_by_role("button", name="Create group").click()
+    page.get_by_role("button", name="Delete group devs").wait_for()
+    group = dev.call("GET", "/v1/identity/group/name/devs").json["data"]
+    entity = dev.call("GET", "/v1/identity/entity/name/carol").json["data"]
+    assert group["member_entity_ids"] == [entity["id"]]
+    assert sorted(entity["policies"]) == ["default", "dev"]
+    assert not page.problems
+
+
+def test_a_revoked_session_says_so(page: Any, dev: DevServer) -> None:
+    token = dev.call("POST", "/v1/auth/token/create", {"policies": ["default"]}).json["auth"]
+    sign_in_with_token(page, dev.base, token["client_token"])
+    assert dev.call("POST", "/v1/auth/token/revoke", {"token": token["client_token"]}).status == 204
+    page.get_by_role("link", name="Policies").click()
+    page.get_by_role("heading", name="Your session has ended").wait_for()
+    assert page.evaluate("sessionStorage.getItem('coffer.session')") is None
+    page.get_by_role("link", name="Sign in again").click()
+    page.get_by_role("heading", name="Sign in to Coffer").wait_for()
+    assert not page.problems

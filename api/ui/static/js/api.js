@@ -58,7 +58,7 @@ export function encodePath(path) {
 /**
  * Call the API. `path` is below /v1/ and already encoded.
  * Options: body (JSON), token (false: unauthenticated; string: that token),
- * namespace (overrides the session's), notFound (value to return on a 404 without data
+ * namespace (overrides the session's), wrapTTL (answer with a wrapping token), notFound (value to return on a 404 without data
  * instead of an error: an empty LIST answers 404).
  */
 export async function api(method, path, options = {}) {
@@ -67,6 +67,7 @@ export async function api(method, path, options = {}) {
   if (token) headers["X-Service-Token"] = token;
   const namespace = options.namespace === undefined ? session.namespace : options.namespace;
   if (namespace) headers["X-Service-Namespace"] = namespace;
+  if (options.wrapTTL) headers["X-Service-Wrap-TTL"] = options.wrapTTL;
   const init = { method, headers, cache: "no-store", credentials: "omit" };
   if (options.body !== undefined) {
     headers["Content-Type"] = "application/json";

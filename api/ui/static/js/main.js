@@ -3,6 +3,7 @@
 import { api, session } from "./api.js";
 import { errorBox, h, mount } from "./dom.js";
 import { clusterPage } from "./pages/cluster.js";
+import { identityPage } from "./pages/identity.js";
 import { loginPage } from "./pages/login.js";
 import { mountsPage } from "./pages/mounts.js";
 import { namespacesPage } from "./pages/namespaces.js";
@@ -16,6 +17,7 @@ const NAV = [
   ["policies", "Policies"],
   ["access", "Auth & engines"],
   ["tokens", "Tokens"],
+  ["identity", "Identity"],
   ["namespaces", "Namespaces"],
   ["cluster", "Cluster"],
   ["status", "Seal status"],
@@ -26,6 +28,7 @@ const PAGES = {
   policies: policiesPage,
   access: mountsPage,
   tokens: tokensPage,
+  identity: identityPage,
   namespaces: namespacesPage,
   cluster: clusterPage,
   status: sealPage,
@@ -120,6 +123,15 @@ function header() {
 
 let renderSeq = 0;
 
+async function tokenStillValid() {
+  try {
+    await api("GET", "auth/token/lookup-self");
+    return true;
+  } catch (err) {
+    return err.status !== 403;
+  }
+}
+
 /** Draw the page for the current state: uninitialised, sealed, signed out, or a route. */
 export async function render() {
   const seq = ++renderSeq;
@@ -160,6 +172,14 @@ export async function render() {
     if (seq === renderSeq) show(main, content);
   } catch (err) {
     if (seq !== renderSeq) return;
+    if (err.status === 403 && !(await tokenStillValid())) {
+      session.clear();
+      header();
+      show(main, h("h1", {}, "Your session has ended"),
+        errorBox(err, "The token is no longer valid (revoked or expired)"),
+        h("a", { class: "button", href: "#/login" }, "Sign in again"));
+      return;
+    }
     show(main, h("h1", {}, "Something went wrong"), errorBox(err));
   }
 }

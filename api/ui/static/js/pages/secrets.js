@@ -90,7 +90,8 @@ async function readSecret(kv, path, version) {
   return reply ? { data: reply.data || {}, metadata: null } : null;
 }
 
-function dataView(data) {
+/** A secret's data: a key/value table of masked values, or (toggled) the JSON. */
+export function dataView(data) {
   const entries = Object.entries(data || {});
   const kvTable = table(
     "Secret data",
@@ -144,6 +145,7 @@ async function secretView(kv, path, version) {
     meta ? h("p", {}, `Version ${meta.version}, created ${meta.created_time}`) : null,
     section("Data", body, actions, out.el),
   ];
+  children.push(wrapSection(kv, path, version));
   if (kv.version === 2) {
     const metadata = await api("GET", encodePath(`${kv.name}/metadata/${path}`), { notFound: null });
     if (metadata) children.push(versionsSection(kv, path, metadata.data), metadataSection(kv, path, metadata.data));
@@ -346,4 +348,37 @@ function editor(kv, path, existing) {
     out.el,
   );
   return h("div", {}, crumbs(kv, path), pageTitle(creating ? "Create secret" : `Edit ${path}`), form);
+}
+
+/** Response-wrap the secret: a single-use token to hand over instead of the values. */
+function wrapSection(kv, path, version) {
+  const out = outcome();
+  const ttl = input({ id: "wrap-ttl", value: "5m" });
+  const submit = h("button", { type: "submit", class: "secondary" }, "Wrap");
+  const form = h(
+    "form",
+    {
+      onsubmit: async (e) => {
+        e.preventDefault();
+        await act(out, async () => {
+          if (!ttl.value.trim()) throw new Error("enter a TTL such as 5m");
+          const q = kv.version === 2 && version ? `?version=${encodeURIComponent(version)}` : "";
+          const target = kv.version === 2 ? `${kv.name}/data/${path}` : `${kv.name}/${path}`;
+          const reply = await api("GET", `${encodePath(target)}${q}`, { wrapTTL: ttl.value.trim() });
+          const info = reply.wrap_info || {};
+          if (!info.token) throw new Error("the server answered without a wrapping token");
+          out.show(
+            h("div", { class: "alert ok", role: "status" },
+              h("p", {}, "Wrapping token (single use): ", secretValue(info.token, "wrapping token")),
+              h("p", {}, `Expires in ${info.ttl} s; unwrap it on the Tokens page or with sys/wrapping/unwrap.`)),
+          );
+        }, submit);
+      },
+    },
+    h("p", {}, "Hand over a single-use wrapping token instead of the values."),
+    field("Wrapping TTL", ttl),
+    submit,
+    out.el,
+  );
+  return section("Wrap", form);
 }

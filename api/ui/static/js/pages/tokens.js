@@ -2,6 +2,7 @@
 
 import { api, session } from "../api.js";
 import { act, confirmDialog, field, h, input, outcome, pageTitle, secretValue, section, table } from "../dom.js";
+import { dataView } from "./secrets.js";
 
 const split = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
 
@@ -15,7 +16,7 @@ function describe(data) {
 }
 
 export async function tokensPage() {
-  return h("div", {}, pageTitle("Tokens"), createSection(), lookupSection(), revokeSection());
+  return h("div", {}, pageTitle("Tokens"), createSection(), lookupSection(), revokeSection(), unwrapSection());
 }
 
 function createSection() {
@@ -129,6 +130,41 @@ function revokeSection() {
       },
       field("Revoke by", kind),
       field("Token or accessor", value),
+      submit,
+      out.el,
+    ),
+  );
+}
+
+function unwrapSection() {
+  const out = outcome();
+  const value = input({ id: "unwrap-token", type: "password" });
+  const submit = h("button", { type: "submit" }, "Unwrap");
+  return section(
+    "Unwrap",
+    h(
+      "form",
+      {
+        onsubmit: async (e) => {
+          e.preventDefault();
+          await act(out, async () => {
+            const wrapping = value.value.trim();
+            if (!wrapping) throw new Error("enter a wrapping token");
+            // The wrapping token authenticates its own unwrap (it works only once).
+            const reply = await api("POST", "sys/wrapping/unwrap", { token: wrapping, body: {} });
+            value.value = "";
+            const shown = [h("p", {}, "Unwrapped. The wrapping token is now used up.")];
+            const data = reply && reply.data;
+            // A wrapped KV v2 read holds {data, metadata}: show the secret's own data.
+            const kv2 = data && data.metadata && typeof data.data === "object" && data.data !== null;
+            if (data) shown.push(dataView(kv2 ? data.data : data));
+            if (kv2) shown.push(h("p", {}, `KV v2 version ${data.metadata.version}.`));
+            if (reply && reply.auth) shown.push(h("p", {}, "Token: ", secretValue(reply.auth.client_token, "unwrapped token")));
+            out.show(h("div", { class: "card" }, shown));
+          }, submit);
+        },
+      },
+      field("Wrapping token", value),
       submit,
       out.el,
     ),
