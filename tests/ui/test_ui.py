@@ -327,3 +327,94 @@ def test_a_revoked_session_says_so(page: Any, dev: DevServer) -> None:
     page.get_by_role("link", name="Sign in again").click()
     page.get_by_role("heading", name="Sign in to Coffer").wait_for()
     assert not page.problems
+
+
+def test_namespace_switch_and_an_engine_enabled_tuned_disabled_there(
+    page: Any, dev: DevServer
+) -> None:
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.get_by_role("link", name="Namespaces").click()
+    page.get_by_role("heading", name="Namespaces", exact=True).wait_for()
+    page.get_by_label("Name", exact=True).fill("team-a")
+    page.get_by_role("button", name="Create namespace").click()
+    page.get_by_role("button", name="Switch to team-a").click()
+    page.get_by_role("heading", name="Secrets", exact=True).wait_for()
+    assert page.get_by_label("Namespace").input_value() == "team-a"
+
+    page.get_by_role("link", name="Auth & engines").click()
+    page.get_by_role("heading", name="Auth methods & secrets engines").wait_for()
+    page.get_by_text("Enable a new secrets engine").click()
+    page.locator("#sys-mounts-type").fill("kv-v2")
+    page.locator("#sys-mounts-path").fill("team-kv")
+    page.locator("#sys-mounts-type").press("Enter")
+    page.get_by_role("button", name="Tune team-kv/").click()
+    page.get_by_label("Default lease TTL").fill("1h")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_role("button", name="Tune team-kv/").wait_for()
+    ns = {"X-Service-Namespace": "team-a"}
+    mounts = _ns_call(dev, "GET", "/v1/sys/mounts", ns).json["data"]
+    assert mounts["team-kv/"]["options"] == {"version": "2"}
+    assert mounts["team-kv/"]["config"]["default_lease_ttl"] == 3600
+    assert "team-kv/" not in dev.call("GET", "/v1/sys/mounts").json["data"]  # not in root
+    page.get_by_role("button", name="Disable team-kv/").click()
+    page.get_by_role("dialog").get_by_role("button", name="Disable").click()
+    page.get_by_role("button", name="Tune team-kv/").wait_for(state="detached")
+    assert "team-kv/" not in _ns_call(dev, "GET", "/v1/sys/mounts", ns).json["data"]
+    assert not page.problems
+
+
+def _ns_call(dev: DevServer, method: str, path: str, headers: dict[str, str]) -> Any:
+    import http.client
+
+    from chaos.rest import send
+
+    host, port = dev.base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=15)
+    try:
+        return send(conn, method, path, token=dev.root_token, headers=headers)
+    finally:
+        conn.close()
+
+
+_UNLABELLED = """() => [...document.querySelectorAll('input, select, textarea, button')]
+  .filter((el) => !el.closest('[hidden]') && el.offsetParent !== null)
+  .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+    && !(el.tagName === 'BUTTON' && el.textContent.trim()))
+  .map((el) => el.outerHTML.slice(0, 120))"""
+
+
+def test_every_control_on_every_page_has_a_name(page: Any, dev: DevServer) -> None:
+    dev.call("POST", "/v1/secret/data/x", {"data": {"k": "v"}})
+    sign_in_with_token(page, dev.base, dev.root_token)
+    routes = {
+        "secrets": "Secrets",
+        "secrets/secret/": "secret",
+        "secrets/secret/x": "x",
+        "secrets/secret/x/edit": "Edit x",
+        "policies": "Policies",
+        "policies/default": "Policy default",
+        "access": "Auth methods & secrets engines",
+        "tokens": "Tokens",
+        "identity": "Identity",
+        "namespaces": "Namespaces",
+        "cluster": "Cluster",
+        "status": "Seal status",
+    }
+    for route, heading in routes.items():
+        page.goto(f"{dev.base}/ui/#/{route}")
+        page.get_by_role("heading", name=heading, exact=True).wait_for()
+        assert page.evaluate(_UNLABELLED) == [], route
+    # Keyboard: the first Tab reaches "Skip to content", which moves focus to the page.
+    page.reload()
+    page.get_by_role("heading", name="Seal status", exact=True).wait_for()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("heading", name="Sign in to Coffer").wait_for()
+    assert page.evaluate(_UNLABELLED) == []
+    # The check itself can fail: an unlabelled field is found.
+    page.evaluate("document.querySelector('main').append(document.createElement('input'))")
+    assert len(page.evaluate(_UNLABELLED)) == 1
+    assert not page.problems
