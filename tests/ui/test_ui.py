@@ -170,6 +170,17 @@ def test_policy_edit_shows_the_syntax_error_at_its_line(page: Any, dev: DevServe
     assert page.get_by_label("Policy (HCL or JSON)").get_attribute("aria-invalid") == "true"
     assert dev.call("GET", "/v1/sys/policies/acl/ops").status == 404
 
+    # A semantic error names the path: shown at the line that declares it.
+    wrong = (
+        'path "secret/*" {\n  capabilities = ["read"]\n}\n\n'
+        'path "sys/*" {\n  capabilities = ["jump"]\n}\n'
+    )
+    page.get_by_label("Policy (HCL or JSON)").fill(wrong)
+    page.get_by_role("button", name="Save policy").click()
+    page.get_by_text("Error at line 5:").wait_for()
+    assert 'invalid capability "jump"' in alert(page)
+    assert page.locator(".excerpt li.bad code").inner_text() == 'path "sys/*" {'
+
     fixed = 'path "secret/*" {\n  capabilities = ["read"]\n}\n'
     page.get_by_label("Policy (HCL or JSON)").fill(fixed)
     page.get_by_role("button", name="Save policy").click()

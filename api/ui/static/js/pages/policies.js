@@ -24,10 +24,20 @@ async function list() {
   );
 }
 
-/** "line 3, column 1" in a parser message, as a 1-based line number. */
-export function errorLine(message) {
+/**
+ * Where an error points in the policy text, as a 1-based line: "line 3, column 1" from
+ * the parser, or else the line declaring the path a semantic error names
+ * (`path "x": invalid capability "jump"`).
+ */
+export function errorLine(message, text) {
   const match = /line (\d+)/i.exec(message);
-  return match ? Number(match[1]) : null;
+  if (match) return Number(match[1]);
+  const named = /path "((?:[^"\\]|\\.)*)"/.exec(message.replace(/^failed to parse policy "[^"]*":\s*/, ""));
+  if (!named) return null;
+  const literal = named[1].replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const declares = new RegExp(`^\\s*path\\s+"${literal}"`);
+  const index = text.split("\n").findIndex((line) => declares.test(line));
+  return index >= 0 ? index + 1 : null;
 }
 
 /** The lines around `line`, numbered, the offending one marked. */
@@ -103,7 +113,7 @@ function edit(ctx, name, text) {
           if (creating) ctx.go("policies", target);
         } catch (err) {
           const message = errorMessages(err).join("; ");
-          const line = errorLine(message);
+          const line = errorLine(message, area.value);
           area.setAttribute("aria-invalid", "true");
           out.error(err, "The policy was not saved");
           if (line) {
