@@ -216,13 +216,24 @@ def test_usable_at_375_px(page: Any, dev: DevServer) -> None:
     )
     page.set_viewport_size(PHONE)
     sign_in_with_token(page, dev.base, dev.root_token)
-    for route in (
-        "secrets/secret/a-rather-long-folder-name%2Fand-a-long-secret",
-        "access",
-        "tokens",
-    ):
+    routes = {
+        "secrets/secret/a-rather-long-folder-name%2Fand-a-long-secret": (
+            "a-rather-long-folder-name/and-a-long-secret"
+        ),
+        "secrets/secret/a-rather-long-folder-name%2Fand-a-long-secret/edit": (
+            "Edit a-rather-long-folder-name/and-a-long-secret"
+        ),
+        "policies/default": "Policy default",
+        "access": "Auth methods & secrets engines",
+        "tokens": "Tokens",
+        "identity": "Identity",
+        "namespaces": "Namespaces",
+        "cluster": "Cluster",
+        "status": "Seal status",
+    }
+    for route, heading in routes.items():
         page.goto(f"{dev.base}/ui/#/{route}")
-        page.locator("main h1").wait_for()
+        page.get_by_role("heading", name=heading, exact=True).wait_for()
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"], (route, width)
     assert not page.problems
