@@ -440,3 +440,34 @@ def test_every_control_on_every_page_has_a_name(page: Any, dev: DevServer) -> No
     page.evaluate("document.querySelector('main').append(document.createElement('input'))")
     assert len(page.evaluate(_UNLABELLED)) == 1
     assert not page.problems
+
+
+def test_values_that_are_not_text_are_edited_as_json_and_keep_their_types(
+    page: Any, dev: DevServer
+) -> None:
+    typed = {"port": 5432, "hosts": ["a", "b"], "tls": True}
+    dev.call("POST", "/v1/secret/data/typed", {"data": typed})
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.goto(f"{dev.base}/ui/#/secrets/secret/typed/edit")
+    page.get_by_role("heading", name="Edit typed").wait_for()
+    assert page.get_by_role("button", name="JSON view").get_attribute("aria-pressed") == "true"
+    page.get_by_role("button", name="JSON view").click()  # to rows: refused, in words
+    assert "only be edited in the JSON view" in alert(page)
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("Version 2, created").wait_for()
+    assert dev.call("GET", "/v1/secret/data/typed").json["data"]["data"] == typed
+    assert not page.problems
+
+
+def test_cubbyhole_is_browsable_like_kv_v1(page: Any, dev: DevServer) -> None:
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.goto(f"{dev.base}/ui/#/secrets/cubbyhole/")
+    page.get_by_role("heading", name="cubbyhole").wait_for()
+    page.get_by_role("link", name="Create secret").click()
+    page.get_by_label("Path").fill("note")
+    page.get_by_label("Key", exact=True).fill("text")
+    page.get_by_label("Value", exact=True).fill("mine only")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_role("heading", name="note").wait_for()
+    assert dev.call("GET", "/v1/cubbyhole/note").json["data"] == {"text": "mine only"}
+    assert not page.problems

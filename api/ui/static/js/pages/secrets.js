@@ -10,7 +10,8 @@ import {
   act, confirmDialog, errorBox, field, h, input, okBox, outcome, pageTitle, secretValue, section, table,
 } from "../dom.js";
 
-const isKv = (m) => m.type === "kv" || m.type === "kv-v2" || m.type === "generic";
+const isKv = (m) => ["kv", "kv-v2", "generic", "cubbyhole"].includes(m.type);
+const allStrings = (data) => Object.values(data).every((v) => typeof v === "string");
 const kvVersion = (m) => (m.type === "kv-v2" || (m.options && String(m.options.version) === "2") ? 2 : 1);
 const href = (...parts) => `#/secrets/${parts.map(encodeURIComponent).join("/")}`;
 
@@ -295,6 +296,9 @@ function dataEditor(initial) {
         json.value = JSON.stringify(fromRows(), null, 2);
       } else {
         const data = fromJson();
+        if (!allStrings(data)) {
+          throw new Error("values that are not text (numbers, lists, objects) can only be edited in the JSON view");
+        }
         rows.replaceChildren();
         const list = Object.entries(data);
         if (!list.length) addRow();
@@ -308,6 +312,13 @@ function dataEditor(initial) {
     kvPart.hidden = !jsonField.hidden;
     mode.setAttribute("aria-pressed", String(!jsonField.hidden));
   });
+  if (!allStrings(initial || {})) {
+    // Rows hold text: a number or list would come back as a string, so start in JSON.
+    json.value = JSON.stringify(initial, null, 2);
+    jsonField.hidden = false;
+    kvPart.hidden = true;
+    mode.setAttribute("aria-pressed", "true");
+  }
   return {
     el: h("fieldset", {}, h("legend", {}, "Data"), h("p", {}, mode), modeError, kvPart, jsonField),
     value: () => (jsonField.hidden ? fromRows() : fromJson()),
