@@ -471,3 +471,18 @@ def test_cubbyhole_is_browsable_like_kv_v1(page: Any, dev: DevServer) -> None:
     page.get_by_role("heading", name="note").wait_for()
     assert dev.call("GET", "/v1/cubbyhole/note").json["data"] == {"text": "mine only"}
     assert not page.problems
+
+
+def test_copy_puts_the_value_on_the_clipboard_without_revealing_it(
+    page: Any, dev: DevServer
+) -> None:
+    dev.call("POST", "/v1/secret/data/clip", {"data": {"pin": "8264"}})
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=dev.base)
+    sign_in_with_token(page, dev.base, dev.root_token)
+    page.goto(f"{dev.base}/ui/#/secrets/secret/clip")
+    page.get_by_role("heading", name="clip").wait_for()
+    page.get_by_role("button", name="Copy pin").click()
+    page.wait_for_function("document.getElementById('live').textContent === 'pin copied'")
+    assert page.evaluate("navigator.clipboard.readText()") == "8264"
+    assert "8264" not in page.locator("main").inner_text()
+    assert not page.problems
