@@ -16,6 +16,7 @@ from api.middleware import middlewares
 from api.outbound import AiohttpClient
 from api.routes_logical import logical_routes
 from api.routes_sys import sys_routes
+from api.ui import ui_routes
 from node.core.core import Core
 
 __all__ = ["create_app"]
@@ -66,10 +67,11 @@ def create_app(
     limits: ListenerLimits | None = None,
     *,
     owns_resources: bool = True,
+    ui: bool = False,
 ) -> web.Application:
     """The app of one listener. Only one app per core (``owns_resources``) sets up
     and closes the core's outbound client and the forwarder; the apps of further
-    listeners share them."""
+    listeners share them. ``ui`` adds the web interface (``/ui/``, ``/``)."""
     require_pure_python_parser()
     app = web.Application(
         client_max_size=max_request_size,
@@ -85,4 +87,6 @@ def create_app(
         app.cleanup_ctx.append(_forwarder)
     app.add_routes(with_expect(sys_routes(), plain_expect))
     app.add_routes(with_expect(logical_routes(), checked_expect))
+    if ui:
+        app.add_routes(ui_routes())
     return app

@@ -147,7 +147,12 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
                 reloaders.append(reloader)
             limits = listener_limits(listener)
             app = create_app(
-                core, listener.max_request_size, forwarder, limits, owns_resources=index == 0
+                core,
+                listener.max_request_size,
+                forwarder,
+                limits,
+                owns_resources=index == 0,
+                ui=config.ui,
             )
             # The first runner (owning the shared resources) is cleaned up last.
             runner = web.AppRunner(app, access_log=None, handle_signals=False)
