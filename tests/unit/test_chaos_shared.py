@@ -16,6 +16,17 @@ import pytest
 
 from chaos import launch
 from chaos.checker import ANY, FINAL, STRONG, History
+from chaos.measures import (
+    Fault,
+    Sample,
+    Thresholds,
+    active_timeline,
+    caught_up,
+    evaluate,
+    leader_changes,
+    longest_gap,
+    measure,
+)
 from chaos.rest import Reply, send
 from chaos.workload import Answer, KVWorkload, LoadConfig
 
@@ -231,3 +242,96 @@ def test_child_env_strips_the_given_prefixes(monkeypatch: pytest.MonkeyPatch) ->
     assert "COFFER_ADDR" not in default and default["VAULT_TOKEN"] == "y"
     assert "VAULT_TOKEN" not in stricter and "PYTHONPATH" not in stricter
     assert default["PYTHONUNBUFFERED"] == stricter["PYTHONUNBUFFERED"] == "1"
+
+
+# -- per-fault measures (chaos.measures) on synthetic polls and histories ----------------
+
+
+def polls(*rows: tuple[float, str, int, int | None, int | None, bool | None]) -> list[Sample]:
+    return [Sample(t, node, code, applied, committed, is_self) for t, node, code, applied,
+            committed, is_self in rows]  # fmt: skip
+
+
+def test_the_write_gap_counts_only_gaps_overlapping_the_fault() -> None:
+    acked = [0.5, 1.0, 4.0, 4.5, 9.0, 9.2]  # 1.0..4.0 before the fault, 4.5..9.0 across it
+    assert longest_gap(acked, 5.0, 6.0, (0.0, 10.0)) == (4.5, (4.5, 9.0))
+    # A gap that ends exactly when the fault starts is not the fault's.
+    assert longest_gap([1.0, 5.0, 5.5], 5.0, 5.2, (0.0, 6.0)) == (0.5, (5.0, 5.5))
+    # Nothing acknowledged after the fault: the gap runs to the end of the load.
+    assert longest_gap([1.0, 2.0], 3.0, 4.0, (0.0, 12.0)) == (10.0, (2.0, 12.0))
+
+
+def test_leadership_changes_are_counted_only_after_the_heal() -> None:
+    samples = polls(
+        (1.0, "n1", 200, None, None, None), (1.0, "n2", 473, None, None, None),
+        (2.0, "n1", 0, None, None, None), (2.1, "n2", 200, None, None, None),  # failover
+        (5.0, "n1", 473, None, None, None),  # healed at 4.0: n1 back as a standby
+        (6.0, "n1", 200, None, None, None),  # both claim: nobody is named
+        (6.2, "n2", 473, None, None, None),  # n1 took over again: 1 change
+        (7.0, "n1", 0, None, None, None),    # no one active for a moment ...
+        (7.2, "n1", 200, None, None, None),  # ... the same node again: no change
+        (9.0, "n2", 200, None, None, None), (9.1, "n1", 473, None, None, None),  # n2: 2nd
+    )  # fmt: skip
+    assert leader_changes(samples, after=4.0) == [(6.2, "n1"), (9.1, "n2")]
+    assert leader_changes(samples, after=4.0, until=8.0) == [(6.2, "n1")]
+    assert leader_changes(samples, after=0.5) == [(2.1, "n2"), (6.2, "n1"), (9.1, "n2")]
+    assert [a for a, _ in active_timeline(samples)][:3] == [1.0, 2.0, 2.1]
+
+
+def test_without_a_leader_at_the_heal_the_first_one_named_after_is_no_change() -> None:
+    samples = polls((1.0, "n1", 0, None, None, None), (3.0, "n2", 200, None, None, None))
+    assert leader_changes(samples, after=2.0) == []
+
+
+def test_catch_up_is_when_the_last_node_reached_the_leaders_commit_of_half_a_second_before() -> (
+    None
+):
+    samples = polls(
+        (0.0, "n1", 200, 100, 100, True), (0.0, "n2", 473, 100, 100, False),
+        (0.0, "n3", 473, 40, 40, False),                                  # cut off
+        (10.0, "n1", 200, 900, 900, True), (10.2, "n2", 473, 905, 905, False),
+        (10.1, "n3", 473, 40, 40, False),                                 # healed at 10.0
+        (10.4, "n1", 200, 950, 950, True),
+        (10.6, "n3", 473, 899, 899, False),  # short of 900 (leader at 10.0)
+        (10.8, "n3", 473, 940, 940, False),  # 900 reached (10.4's 950 is too recent)
+    )  # fmt: skip
+    assert caught_up(samples, healed=10.0) == (0.8, [])
+    assert caught_up(samples, healed=10.0, until=10.7) == (None, ["n3"])
+    # Half a second of grace is a parameter: with none, 940 is short of 950.
+    assert caught_up(samples, healed=10.0, grace=0.0) == (None, ["n3"])
+
+
+def test_a_node_that_never_answers_after_the_heal_never_caught_up() -> None:
+    samples = polls((1.0, "n1", 200, 10, 10, True), (1.0, "n2", 0, None, None, None))
+    assert caught_up(samples, healed=0.5) == (None, ["n2"])
+
+
+def test_measures_of_one_fault_and_the_thresholds_they_break() -> None:
+    samples = polls(
+        (1.0, "n1", 200, 10, 10, True), (1.0, "n2", 473, 10, 10, False),
+        (3.0, "n1", 473, 12, 12, False),  # cut off at 2.0: it steps down
+        (4.0, "n2", 200, 40, 40, True),   # the majority's leader (a change before the heal)
+        (6.0, "n2", 200, 50, 50, True), (6.0, "n1", 473, 12, 12, False),  # healed at 5.0
+        (7.0, "n1", 200, 45, 45, True), (7.1, "n2", 473, 50, 50, False),  # n1 deposes n2
+        (8.0, "n1", 200, 50, 50, True),   # and has caught up
+    )  # fmt: skip
+    fault = Fault("partition-active", "n1", 2.0, 5.0, until=9.0)
+    stale = [(1.0, 9.0), (3.0, 1.5), (4.0, 2.5), (9.5, 7.0)]  # (sent at, seconds superseded)
+    m = measure(fault, acked_ends=[1.0, 1.5, 6.0, 6.5], span=(0.0, 10.0), samples=samples,
+                stale=stale)  # fmt: skip
+    assert (m.unavailable_seconds, m.unavailable_window) == (4.5, (1.5, 6.0))
+    assert m.leader_changes == [(7.1, "n1")]
+    assert (m.catch_up_seconds, m.lagging) == (3.0, [])
+    assert m.max_staleness == 2.5  # only reads sent between the fault and the end of watching
+    failures = evaluate([m], Thresholds(), max_staleness=9.0)
+    assert len(failures) == 3 and "writes stopped 4.50s" in failures[0]
+    assert "1 leadership change(s)" in failures[1]
+    assert "9.00s stale" in failures[2]
+    relaxed = Thresholds(unavailable_seconds=5, leader_changes_after_heal=1,
+                         staleness_seconds=10)  # fmt: skip
+    assert evaluate([m], relaxed, max_staleness=9.0) == []
+    slow = Thresholds(catch_up_seconds=2.0, staleness_seconds=10, unavailable_seconds=5,
+                      leader_changes_after_heal=1)  # fmt: skip
+    assert evaluate([m], slow, max_staleness=0.0) == [
+        "partition-active on n1: every node caught up after 3.00s (bound 2s)"
+    ]
