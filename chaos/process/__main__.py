@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
         "--observe", type=float, default=15.0, help="seconds watched after a heal (default 15)"
     )
     parser.add_argument(
+        "--client-timeout", type=float, default=10.0,
+        help="seconds a client waits for one request before moving on (default 10)",
+    )  # fmt: skip
+    parser.add_argument(
         "--behind", type=int, default=20_000, help="restart-behind: entries the log moves on"
     )
     default = Thresholds()
@@ -157,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         fault_seconds=args.hold,
         observe=args.observe,
         behind=args.behind,
+        client_timeout=args.client_timeout,
         thresholds=Thresholds(
             unavailable_seconds=args.max_unavailable,
             leader_changes_after_heal=args.max_leader_changes,
