@@ -6,18 +6,21 @@ was healed (a :class:`Fault`), and a poller records every node's ``sys/health``
 code and ``sys/leader`` indexes every ~0.2 s (:class:`Sample`). For each fault:
 
 * **Write unavailability**: the longest gap between consecutive acknowledged
-  writes (any key, any writer) that overlaps the fault window ``[start, healed]``.
-  The first and last write of the run bound the gaps, so a cluster that never
-  acknowledges again counts until the load stopped.
+  writes (any key, any writer) that overlaps the fault and its observation,
+  ``[start, until]``: a stall while a rejoining node disrupts the cluster belongs
+  to its fault as much as the failover does. The first and last write of the run
+  bound the gaps, so a cluster that never acknowledges again counts until the
+  load stopped.
 * **Leadership changes after the heal**: the active node is the one node whose
   latest ``sys/health`` answer is 200 (two such nodes, or none, name no one). The
   count is how many times that node changed after ``healed``, starting from the
   last one named at or before ``healed`` (if none was, the first one named after
   does not count).
 * **Catch-up**: a node is caught up once its ``raft_applied_index`` has reached
-  the highest ``raft_committed_index`` any self-reported leader gave at least
-  :data:`CATCH_UP_GRACE` seconds earlier (replication under load always lags a
-  little); the measure is when the last node got there, after ``healed``.
+  the highest index (applied or committed, whichever is higher: the two count
+  differently) any self-reported leader gave at least :data:`CATCH_UP_GRACE`
+  seconds earlier (replication under load always lags a little); the measure is
+  when the last node got there, after ``healed``.
 * **Staleness**: for each any-node read that returned a superseded version, how
   long before the read was sent a newer version had been acknowledged; the
   measure is the largest among reads sent between the fault and the end of its
@@ -177,9 +180,10 @@ def caught_up(
     times: list[float] = []
     commits: list[int] = []
     for sample in ordered:
-        if sample.is_self and sample.committed is not None:
+        known = [i for i in (sample.applied, sample.committed) if i is not None]
+        if sample.is_self and known:
             times.append(sample.t)
-            commits.append(max(sample.committed, commits[-1] if commits else 0))
+            commits.append(max(*known, commits[-1] if commits else 0))
     nodes = sorted({s.node for s in ordered})
     reached: dict[str, float] = {}
     for sample in ordered:
@@ -210,7 +214,7 @@ def measure(
         until = max([span[1], *(s.t for s in samples)])
     result = FaultMeasures(fault.name, fault.node, fault.start, fault.healed, round(until, 3))
     result.unavailable_seconds, result.unavailable_window = longest_gap(
-        acked_ends, fault.start, fault.healed, span
+        acked_ends, fault.start, until, span
     )
     result.leader_changes = leader_changes(samples, fault.healed, until)
     result.catch_up_seconds, result.lagging = caught_up(samples, fault.healed, until)

@@ -6,8 +6,9 @@ cluster is whole; the runner measures each fault (:mod:`chaos.measures`) from th
 history and the node polls, and holds it to ``Settings.thresholds``.
 
 * ``partition-active``: the active node's Raft IP dropped for 15 s.
-* ``partition-follower``: a standby's Raft IP dropped for 60 s under load, long
-  enough for the others to compact their log past it (every 5,000 entries).
+* ``partition-follower``: a standby's Raft IP dropped for 60 s under load; 6,000
+  more entries are written (unrecorded, through the active node) while it is cut
+  off, so the others compact their log past it (every 5,000 entries).
 * ``restart-behind``: a standby stopped, the log moved on by ``Settings.behind``
   (20,000) entries, the standby started and unsealed.
 * ``flap-link``: a standby's Raft IP dropped and restored every second for 20 s.
@@ -34,6 +35,10 @@ __all__ = ["SUITE"]
 THAW_CLAIM_SECONDS = 1.5
 #: Writer threads that move the log on for ``restart-behind``.
 FILL_THREADS = 16
+#: Entries after which the nodes compact their log (consensus' default), and what
+#: ``partition-follower`` adds on top of its load so that the cut-off node falls behind.
+COMPACTION_ENTRIES = 5000
+FOLLOWER_FILL = COMPACTION_ENTRIES + 1000
 
 
 def _standby(run: Run) -> Node:
@@ -42,9 +47,18 @@ def _standby(run: Run) -> Node:
 
 
 def _cut(
-    run: Run, node: Node, hold: float, during: Callable[[float], None] | None = None
+    run: Run,
+    node: Node,
+    hold: float,
+    during: Callable[[float], None] | None = None,
+    *,
+    active: bool = True,
 ) -> tuple[float, float]:
-    """Drop ``node``'s Raft IP for ``hold`` seconds; (cut at, healed at). Always heals."""
+    """Drop ``node``'s Raft IP for ``hold`` seconds; (cut at, healed at). Always heals.
+
+    A cut-off active node must acknowledge nothing (``run.isolations``); a cut-off
+    standby may, since it forwards writes to the active node over the API, which
+    stays reachable (``run.suspects``: only its reads are suspect)."""
     run.firewall.isolate(node.raft_ip)
     cut = run.now()
     try:
@@ -54,7 +68,7 @@ def _cut(
     finally:
         errors = run.firewall.heal(node.raft_ip)
         healed = run.event("heal", node=node.name, errors=errors)
-        run.isolations.append((node.name, cut, healed))
+        (run.isolations if active else run.suspects).append((node.name, cut, healed))
     if errors:
         raise ClusterError(f"could not remove the iptables rules: {errors}")
     return cut, healed
@@ -83,7 +97,12 @@ def partition_follower(run: Run) -> None:
     victim = _standby(run)
     before = run.cluster.applied_index(run.cluster.active())
     run.fault("partition", node=victim.name, ip=victim.raft_ip)
-    cut, healed = _cut(run, victim, run.settings.hold_for(60.0))
+
+    def fall_behind(cut: float) -> None:
+        moved, seconds = fill_log(run, FOLLOWER_FILL)
+        run.event("log moved on", entries=moved, seconds=round(seconds, 1))
+
+    cut, healed = _cut(run, victim, run.settings.hold_for(60.0), fall_behind, active=False)
     run.details["entries_behind"] = run.cluster.applied_index(run.cluster.active()) - before
     run.healed("partition-follower", victim.name, cut, healed)
     _finish(run)
@@ -98,10 +117,10 @@ def flap_link(run: Run) -> None:
     first = None
     healed = start
     while run.now() - start < total:
-        cut, healed = _cut(run, victim, 1.0)
+        cut, healed = _cut(run, victim, 1.0, active=False)
         first = cut if first is None else first
         run.sleep_until(healed + 1.0)
-    run.details["flaps"] = len([i for i in run.isolations if i[0] == victim.name])
+    run.details["flaps"] = len([i for i in run.suspects if i[0] == victim.name])
     run.healed("flap-link", victim.name, first if first is not None else start, healed)
     _finish(run)
 

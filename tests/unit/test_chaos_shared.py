@@ -335,3 +335,19 @@ def test_measures_of_one_fault_and_the_thresholds_they_break() -> None:
     assert evaluate([m], slow, max_staleness=0.0) == [
         "partition-active on n1: every node caught up after 3.00s (bound 2s)"
     ]
+
+
+def test_a_stall_after_the_heal_belongs_to_the_fault_until_the_observation_ends() -> None:
+    acked = [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 7.0, 7.5, 8.5, 9.0, 14.0, 14.5]
+    fault = Fault("partition-active", "n1", 1.2, 2.2, until=8.0)
+    m = measure(fault, acked_ends=acked, span=(0.0, 15.0), samples=[])
+    assert (m.unavailable_seconds, m.unavailable_window) == (4.0, (3.0, 7.0))  # not 9..14
+    short = Fault("partition-active", "n1", 1.2, 2.2, until=2.9)
+    assert measure(short, acked_ends=acked, span=(0.0, 15.0), samples=[]).unavailable_seconds == 0.5
+
+
+def test_the_leaders_applied_index_counts_when_it_is_ahead_of_its_committed_one() -> None:
+    samples = polls((1.0, "n1", 200, 120, 100, True), (1.6, "n1", 200, 121, 101, True),
+                    (2.0, "n2", 473, 110, 100, False),   # short of the leader's 120
+                    (2.5, "n2", 473, 121, 121, False))  # fmt: skip
+    assert caught_up(samples, healed=1.5) == (1.0, [])
