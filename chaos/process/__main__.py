@@ -117,7 +117,6 @@ def markdown_table(results: list[ScenarioResult]) -> str:
     ]
     for r in results:
         rep = r.report
-        verdict = "OK" if r.ok else ("FAILED" if not r.safe else "thresholds not met")
         measured: list[FaultMeasures | None] = [*rep.faults] or [None]
         for m in measured:
             gap = "—" if m is None else f"{m.unavailable_seconds:.2f} s"
@@ -130,7 +129,7 @@ def markdown_table(results: list[ScenarioResult]) -> str:
             stale = rep.max_staleness if m is None else m.max_staleness
             lines.append(
                 f"| {r.scenario} | {rep.acknowledged} | {r.lost} | {r.regressions} | "
-                f"{len(r.deposed)} | {gap} | {changes} | {caught} | {stale:.2f} s | {verdict} |"
+                f"{len(r.deposed)} | {gap} | {changes} | {caught} | {stale:.2f} s | {r.verdict} |"
             )
     return "\n".join(lines)
 

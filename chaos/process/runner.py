@@ -74,6 +74,11 @@ class ScenarioResult:
         """Safe, and every fault met the thresholds (unless they are only reported)."""
         return self.safe and (self.report.thresholds_ok or not self.settings.enforce_thresholds)
 
+    @property
+    def verdict(self) -> str:
+        """OK, FAILED (not safe), or THRESHOLDS NOT MET (safe, but too slow to heal)."""
+        return "OK" if self.ok else ("FAILED" if not self.safe else "THRESHOLDS NOT MET")
+
     def summary(self) -> str:
         rep = self.report
 
@@ -83,7 +88,7 @@ class ScenarioResult:
         window = rep.unavailable_window
         where = f", t={window[0]:.2f}..{window[1]:.2f}s" if window else ""
         lines = [
-            f"== {self.scenario}: {'OK' if self.ok else 'FAILED'} "
+            f"== {self.scenario}: {self.verdict} "
             f"({self.settings.nodes} nodes, {self.settings.duration:g}s of load, seed {self.seed})",
             f"operations: {rep.operations} ({rep.writes} writes, {rep.reads} reads, "
             f"{rep.strong_reads} strong)",
