@@ -50,7 +50,8 @@ def results_markdown(results: list[ScenarioResult], command: str, settings: RunS
     lines = [
         START,
         f"Last run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}, "
-        f"fault held {settings.duration:g}s, {settings.writers} writers and "
+        f"fault held {settings.duration:g}s (suite: {settings.hold or 'default'}), "
+        f"{settings.writers} writers and "
         f"{settings.readers} readers on {settings.keys} keys.",
         "",
         "```sh",
@@ -172,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
             ready = cluster.up(build=not args.no_build)
             print(cluster.summary(ready), flush=True)
         for name in names:
-            print(f"\n>> {name} (fault held {settings.duration:g}s)", flush=True)
+            hold = settings.hold if name in SUITE else settings.duration
+            held = "its default" if hold is None else f"{hold:g}s"
+            print(f"\n>> {name} (fault held {held})", flush=True)
             result = run_scenario(cluster, name, settings, args.out)
             print(result.summary(), flush=True)
             results.append(result)
