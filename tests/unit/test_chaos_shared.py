@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from chaos import launch
-from chaos.checker import ANY, FINAL, STRONG, History
+from chaos.checker import ANY, FINAL, STRONG, History, check
 from chaos.measures import (
     Fault,
     Sample,
@@ -27,7 +27,11 @@ from chaos.measures import (
     longest_gap,
     measure,
 )
+from chaos.process.__main__ import markdown_table
+from chaos.process.context import Settings
+from chaos.process.runner import ScenarioResult
 from chaos.rest import Reply, send
+from chaos.sampler import Sampler
 from chaos.workload import Answer, KVWorkload, LoadConfig
 
 
@@ -351,3 +355,44 @@ def test_the_leaders_applied_index_counts_when_it_is_ahead_of_its_committed_one(
                     (2.0, "n2", 473, 110, 100, False),   # short of the leader's 120
                     (2.5, "n2", 473, 121, 121, False))  # fmt: skip
     assert caught_up(samples, healed=1.5) == (1.0, [])
+
+
+def test_the_sampler_polls_every_node_and_records_a_failed_poll_as_no_answer() -> None:
+    def leader(timeout: float) -> tuple[int, dict[str, Any]]:
+        return 200, {"is_self": True, "raft_applied_index": 5, "raft_committed_index": 4}
+
+    def down(timeout: float) -> tuple[int, None]:
+        raise ConnectionRefusedError("down")
+
+    history = History()
+    sampler = Sampler({"n1": leader, "n2": down}, history, time.monotonic(), every=0.01)
+    sampler.start()
+    try:
+        launch.wait_until(
+            lambda: {s.node for s in history.samples} == {"n1", "n2"}, 20, "both nodes polled"
+        )
+    finally:
+        sampler.stop()
+    by_node = {s.node: s for s in history.samples}
+    n1, n2 = by_node["n1"], by_node["n2"]
+    assert (n1.code, n1.applied, n1.committed, n1.is_self) == (200, 5, 4, True)
+    assert (n2.code, n2.applied, n2.committed, n2.is_self) == (0, None, None, None)
+
+
+def test_the_results_table_has_one_row_per_fault_and_tells_slow_from_unsafe() -> None:
+    h = History()
+    for value, at in ((1, 0.0), (2, 5.0)):
+        h.record(kind="write", key="k", value=value, start=at, end=at + 0.1, ok=True,
+                 version=value)  # fmt: skip
+    h.record(kind="read", key="k", value=2, start=6.0, end=6.1, ok=True, consistency=FINAL,
+             version=2)  # fmt: skip
+    fault = Fault("freeze-active", "node1", 1.0, 2.0, until=4.0)
+    report = check(h, faults=[fault], samples=[], thresholds=Thresholds())
+    result = ScenarioResult("freeze-active", Settings(), 1, report, nodes_back=True)
+
+    table = markdown_table([result])
+
+    assert result.safe and not result.ok and result.verdict == "THRESHOLDS NOT MET"
+    row = table.splitlines()[2]
+    assert row.startswith("| freeze-active | 2 | 0 | 0 | 0 | 4.90 s | 0 | never |"), row
+    assert row.endswith("| THRESHOLDS NOT MET |")
