@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import random
 import threading
 import time
@@ -396,3 +397,7 @@ def test_the_results_table_has_one_row_per_fault_and_tells_slow_from_unsafe() ->
     row = table.splitlines()[2]
     assert row.startswith("| freeze-active | 2 | 0 | 0 | 0 | 4.90 s | 0 | never |"), row
     assert row.endswith("| THRESHOLDS NOT MET |")
+    doc = json.loads(json.dumps(result.to_dict()))  # what --json prints
+    assert (doc["safe"], doc["thresholds_ok"], doc["ok"]) == (True, False, False)
+    assert doc["faults"][0]["unavailable_seconds"] == 4.9
+    assert doc["threshold_failures"][0].startswith("freeze-active on node1: writes stopped 4.90s")
