@@ -22,6 +22,9 @@ from deploy.clusterctl import NODES, ClusterError
 __all__ = ["SUITE", "fill_log"]
 
 FILL_THREADS = 16
+#: What ``partition-follower`` writes on top of its load while the standby is cut
+#: off: past the nodes' log compaction (every 5,000 entries).
+FOLLOWER_FILL = 6000
 
 
 def _standby(run: Run) -> str:
@@ -40,9 +43,13 @@ def _connect(run: Run, service: str) -> float:
     return run.now()
 
 
-def _cut(run: Run, service: str, hold: float) -> tuple[float, float]:
+def _cut(
+    run: Run, service: str, hold: float, during: Callable[[], None] | None = None
+) -> tuple[float, float]:
     cut = _disconnect(run, service)
     try:
+        if during is not None:
+            during()
         time.sleep(max(0.0, cut + hold - run.now()))
     finally:
         healed = _connect(run, service)
@@ -65,11 +72,16 @@ def partition_active(run: Run) -> None:
 
 
 def partition_follower(run: Run) -> None:
-    """Disconnect a standby for 60 s under load (long enough to fall behind compaction)."""
+    """Disconnect a standby for 60 s under load, 6,000 more entries written meanwhile."""
     target = _standby(run)
     before = applied_index(run)
     run.fault("disconnect", node=target)
-    cut, healed = _cut(run, target, run.settings.hold_for(60.0))
+
+    def fall_behind() -> None:
+        moved, seconds = fill_log(run, FOLLOWER_FILL)
+        run.event("log moved on", entries=moved, seconds=round(seconds, 1))
+
+    cut, healed = _cut(run, target, run.settings.hold_for(60.0), fall_behind)
     run.event("connect", node=target, entries_behind=applied_index(run) - before)
     run.healed("partition-follower", target, cut, healed)
     _finish(run)
