@@ -241,10 +241,15 @@ def evaluate(
                 f"{label}: {m.leader_changes_after_heal} leadership change(s) after the heal "
                 f"(bound {thresholds.leader_changes_after_heal})"
             )
-        if m.catch_up_seconds is None or m.catch_up_seconds > thresholds.catch_up_seconds:
-            got = "never" if m.catch_up_seconds is None else f"{m.catch_up_seconds:.2f}s"
+        if m.catch_up_seconds is None:
             failures.append(
-                f"{label}: every node caught up after {got} "
+                f"{label}: {', '.join(m.lagging) or 'a node'} not caught up in the "
+                f"{m.observed_until - m.healed:.1f}s watched after the heal "
+                f"(bound {thresholds.catch_up_seconds:g}s)"
+            )
+        elif m.catch_up_seconds > thresholds.catch_up_seconds:
+            failures.append(
+                f"{label}: every node caught up after {m.catch_up_seconds:.2f}s "
                 f"(bound {thresholds.catch_up_seconds:g}s)"
             )
     if max_staleness > thresholds.staleness_seconds:

@@ -340,6 +340,10 @@ def test_measures_of_one_fault_and_the_thresholds_they_break() -> None:
     assert evaluate([m], slow, max_staleness=0.0) == [
         "partition-active on n1: every node caught up after 3.00s (bound 2s)"
     ]
+    m.catch_up_seconds, m.lagging = None, ["n1"]
+    assert evaluate([m], slow, max_staleness=0.0) == [
+        "partition-active on n1: n1 not caught up in the 4.0s watched after the heal (bound 2s)"
+    ]
 
 
 def test_a_stall_after_the_heal_belongs_to_the_fault_until_the_observation_ends() -> None:
