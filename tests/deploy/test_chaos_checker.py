@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import ANY, FINAL, STRONG, Fault, History, Sample, Thresholds, check
+from chaos.compose.__main__ import results_markdown
+from chaos.compose.scenarios import RunSettings, ScenarioResult
 
 
 def write(h: History, key: str, value: int, start: float, end: float, **kw: Any) -> None:
@@ -194,3 +196,19 @@ def test_samples_survive_the_json_lines_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     h.dump(path)
     assert History.load(path).samples == h.samples
+
+
+def test_the_compose_results_table_gives_each_suite_fault_its_measures() -> None:
+    h = History()
+    for value, at in ((1, 0.0), (2, 5.0)):
+        write(h, "k", value, at, at + 0.1, version=value)
+    read(h, "k", 2, 6.0, 6.1, consistency=FINAL, version=2)
+    fault = Fault("freeze-active", "node1", 1.0, 2.0, until=4.0)
+    report = check(h, faults=[fault], samples=[], thresholds=Thresholds())
+    result = ScenarioResult("freeze-active", report, h, nodes_back=True)
+
+    block = results_markdown([result], "python -m chaos.compose freeze-active", RunSettings())
+
+    row = next(line for line in block.splitlines() if line.startswith("| freeze-active"))
+    assert row.endswith("| 4.90 s | 0 | never | thresholds not met |"), row
+    assert "- threshold not met: freeze-active: freeze-active on node1: writes stopped" in block
