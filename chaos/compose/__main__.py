@@ -19,15 +19,14 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from chaos.checker import Thresholds
 from chaos.compose.scenarios import SCENARIOS, RunSettings, ScenarioResult, run_scenario
 from chaos.compose.suite import SUITE
+from chaos.record import provenance, replace_block
 from deploy.clusterctl import NODES, STATE_DIR, ClusterError, ComposeCluster, free_port_env
 
-ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- chaos-results:start -->", "<!-- chaos-results:end -->"
 
 
@@ -38,18 +37,10 @@ def is_running(cluster: ComposeCluster) -> bool:
         return False
 
 
-def _git(*args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-    return done.stdout.strip()
-
-
 def results_markdown(results: list[ScenarioResult], command: str, settings: RunSettings) -> str:
-    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--", "node", "api", "consensus", "deploy", "chaos"):
-        commit += " + uncommitted changes"
     lines = [
         START,
-        f"Last run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}, "
+        f"Last run: {provenance()}, "
         f"fault held {settings.duration:g}s (suite: {settings.hold or 'default'}), "
         f"{settings.writers} writers and "
         f"{settings.readers} readers on {settings.keys} keys.",
@@ -98,13 +89,7 @@ def results_markdown(results: list[ScenarioResult], command: str, settings: RunS
 
 
 def record(path: Path, block: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    replace_block(path, block, START, END)
 
 
 def main(argv: list[str] | None = None) -> int:

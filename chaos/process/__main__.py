@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -33,6 +34,10 @@ from chaos.process.firewall import iptables_available
 from chaos.process.runner import ScenarioResult, run_scenario
 from chaos.process.scenarios import SCENARIOS
 from chaos.process.suite import SUITE
+from chaos.record import provenance, replace_block
+
+#: Where ``--record`` puts its block.
+START, END = "<!-- chaos-process-results:start -->", "<!-- chaos-process-results:end -->"
 
 #: Scenarios that cut links with iptables (root only).
 FIREWALLED = {"partition-leader", "partition-active", "partition-follower", "flap-link"}
@@ -105,7 +110,36 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--markdown", action="store_true", help="print a results table (markdown) at the end"
     )
+    parser.add_argument(
+        "--record", type=Path, metavar="FILE",
+        help="write the results table, with this command, between the markers in FILE",
+    )  # fmt: skip
     return parser
+
+
+def results_block(results: list[ScenarioResult], command: str, settings: Settings) -> str:
+    """What ``--record`` writes: when, at which commit, the command, the table, what failed."""
+    notes = [
+        f"- {r.scenario}: {note}"
+        for r in results
+        for note in [*r.report.threshold_failures, *([r.error] if r.error else [])]
+    ]
+    lines = [
+        START,
+        f"Last run: {provenance()}; {settings.nodes} nodes, {settings.duration:g} s of load, "
+        f"{settings.keys} writers and {settings.readers} readers, {settings.observe:g} s "
+        "watched after each heal.",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        markdown_table(results),
+    ]
+    if notes:
+        lines += ["", *notes]
+    lines.append(END)
+    return "\n".join(lines)
 
 
 def markdown_table(results: list[ScenarioResult]) -> str:
@@ -189,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = [r.scenario for r in results if not r.ok]
     if args.markdown:
         print(markdown_table(results), file=sys.stderr if args.json else sys.stdout)
+    if args.record and results:
+        command = "python -m chaos process " + shlex.join(sys.argv[1:] if argv is None else argv)
+        replace_block(args.record, results_block(results, command, settings), START, END)
     if args.json:
         print(json.dumps({"ok": not failed, "results": [r.to_dict() for r in results]}, indent=2))
     else:

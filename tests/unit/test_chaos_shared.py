@@ -11,6 +11,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,9 +29,10 @@ from chaos.measures import (
     longest_gap,
     measure,
 )
-from chaos.process.__main__ import markdown_table
+from chaos.process.__main__ import END, START, markdown_table, results_block
 from chaos.process.context import Settings
 from chaos.process.runner import ScenarioResult
+from chaos.record import replace_block
 from chaos.rest import Reply, send
 from chaos.sampler import Sampler
 from chaos.workload import Answer, KVWorkload, LoadConfig
@@ -405,3 +407,22 @@ def test_the_results_table_has_one_row_per_fault_and_tells_slow_from_unsafe() ->
     assert (doc["safe"], doc["thresholds_ok"], doc["ok"]) == (True, False, False)
     assert doc["faults"][0]["unavailable_seconds"] == 4.9
     assert doc["threshold_failures"][0].startswith("freeze-active on node1: writes stopped 4.90s")
+
+
+def test_record_replaces_only_the_block_between_the_markers(tmp_path: Path) -> None:
+    h = History()
+    h.record(kind="write", key="k", value=1, start=0.0, end=0.1, ok=True, version=1)
+    h.record(kind="read", key="k", value=1, start=1.0, end=1.1, ok=True, consistency=FINAL,
+             version=1)  # fmt: skip
+    result = ScenarioResult("flap-link", Settings(), 1, check(h), nodes_back=True, error="boom")
+    doc = tmp_path / "chaos.md"
+    doc.write_text(f"# Before\n\n{START}\nold numbers\n{END}\n\nAfter.\n")
+
+    replace_block(doc, results_block([result], "python -m chaos process flap-link",
+                                     Settings()), START, END)  # fmt: skip
+
+    text = doc.read_text()
+    assert text.startswith("# Before\n\n" + START) and text.endswith(END + "\n\nAfter.\n")
+    assert "old numbers" not in text and "python -m chaos process flap-link" in text
+    assert "| flap-link | 1 | 0 | 0 | 0 | — | — | — | 0.00 s | FAILED |" in text
+    assert "- flap-link: boom" in text
