@@ -37,5 +37,5 @@ def replace_block(path: Path, block: str, start: str, end: str) -> None:
         head, rest = text.split(start, 1)
         text = head + block + rest.split(end, 1)[1]
     else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
+        text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + block + "\n"
     path.write_text(text)
