@@ -36,6 +36,12 @@ has no versions leaves them None and the values order the writes instead.
 * **Unavailability**: the longest stretch without an acknowledged write (the time
   without a writable active node, as a client sees it), plus the total of every
   stretch over one second.
+* **Per fault** (when the runner passes its faults and its polls of every node):
+  write unavailability, leadership changes after the heal, time until every node
+  caught up, the oldest any-node read; and, with :class:`Thresholds`, which of
+  them broke their bound (``threshold_failures``, apart from :attr:`CheckReport.ok`
+  so that a run can tell "lost data" from "too slow"). The arithmetic is in
+  :mod:`chaos.measures`.
 """
 
 from __future__ import annotations
@@ -50,14 +56,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from chaos.measures import Fault, FaultMeasures, Sample, Thresholds, evaluate, measure
+
 __all__ = [
     "ANY",
     "FINAL",
     "STRONG",
     "CheckReport",
+    "Fault",
     "Finding",
     "History",
     "Op",
+    "Sample",
+    "Thresholds",
     "check",
 ]
 
@@ -108,6 +119,8 @@ class History:
 
     ops: list[Op] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: Polls of every node (health code, raft indexes), for the per-fault measures.
+    samples: list[Sample] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _next: int = 0
 
@@ -122,14 +135,19 @@ class History:
         with self._lock:
             self.events.append({"t": round(at, 3), "event": what, **details})
 
+    def sample(self, sample: Sample) -> None:
+        with self._lock:
+            self.samples.append(sample)
+
     def __iter__(self) -> Iterator[Op]:
         with self._lock:
             return iter(list(self.ops))
 
     def dump(self, path: Path) -> None:
-        """JSON lines: events first, then every operation."""
+        """JSON lines: events first, then every poll sample, then every operation."""
         with self._lock:
             lines = [json.dumps({"type": "event", **e}) for e in self.events]
+            lines += [json.dumps({"type": "sample", **asdict(s)}) for s in self.samples]
             lines += [json.dumps({"type": "op", **asdict(op)}) for op in self.ops]
         path.write_text("\n".join(lines) + "\n")
 
@@ -138,8 +156,11 @@ class History:
         history = cls()
         for line in path.read_text().splitlines():
             doc = json.loads(line)
-            if doc.pop("type") == "event":
+            kind = doc.pop("type")
+            if kind == "event":
                 history.events.append(doc)
+            elif kind == "sample":
+                history.samples.append(Sample(**doc))
             else:
                 history.ops.append(Op(**doc))
         history._next = len(history.ops)
@@ -175,14 +196,28 @@ class CheckReport:
     unavailable_total: float = 0.0
     unavailable_window: tuple[float, float] | None = None
     findings: list[Finding] = field(default_factory=list)
+    #: One entry per fault the runner reported.
+    faults: list[FaultMeasures] = field(default_factory=list)
+    thresholds: Thresholds | None = None
+    #: Bounds of ``thresholds`` that were not met (not part of :attr:`ok`).
+    threshold_failures: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
+        """Safety: nothing lost, no regression, no phantom, no divergence."""
         return not (self.lost or self.regressions or self.phantoms or self.divergent)
+
+    @property
+    def thresholds_ok(self) -> bool:
+        """Every fault met the thresholds (True when none were given)."""
+        return not self.threshold_failures
 
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["ok"] = self.ok
+        doc["thresholds_ok"] = self.thresholds_ok
+        for entry in doc["faults"]:
+            entry["leader_changes_after_heal"] = len(entry["leader_changes"])
         doc["findings"] = [asdict(f) for f in self.findings[:50]]
         return doc
 
@@ -204,7 +239,10 @@ class CheckReport:
             f"{self.max_staleness:.2f}s)",
             f"unavailable: longest {self.unavailable_seconds:.2f}s without an acknowledged "
             f"write{window}; {self.unavailable_total:.2f}s in gaps over {DOWNTIME_GAP:g}s",
-            f"verdict: {'OK' if self.ok else 'FAILED'}",
+            *(m.summary() for m in self.faults),
+            *(f"threshold not met: {failure}" for failure in self.threshold_failures),
+            f"verdict: {'OK' if self.ok else 'FAILED'}"
+            + ("" if self.thresholds_ok else " (thresholds not met)"),
         ]
         lines += [f"  {f.kind}: {f.key}: {f.detail}" for f in self.findings[:20]]
         return "\n".join(lines)
@@ -241,10 +279,14 @@ def check(
     *,
     node_finals: Mapping[str, Mapping[str, int | None]] | None = None,
     window: tuple[float, float] | None = None,
+    faults: Iterable[Fault] = (),
+    samples: Iterable[Sample] = (),
+    thresholds: Thresholds | None = None,
 ) -> CheckReport:
     """Check a history. ``node_finals`` maps node -> key -> the value its replica holds
     after recovery; ``window`` limits the unavailability measure (default: the
-    first to the last write sent)."""
+    first to the last write sent). ``faults`` and the node polls in ``samples`` give
+    the per-fault measures, held to ``thresholds`` if given."""
     ops = list(history)
     report = CheckReport(operations=len(ops))
     writes: dict[str, list[Op]] = defaultdict(list)
@@ -256,6 +298,7 @@ def check(
         report.findings.append(Finding(kind, key, detail, None if op is None else op.id))
 
     acked_ends: list[float] = []
+    stale: list[tuple[float, float]] = []  # (any-node read sent at, seconds superseded)
     for key in sorted(set(writes) | set(reads)):
         key_writes = writes.get(key, [])
         by_value = {op.value: op for op in key_writes if op.value is not None}
@@ -338,6 +381,7 @@ def check(
                 since = acked_floor.superseded_since(op.order)
                 if since is not None:
                     report.max_staleness = max(report.max_staleness, op.start - since)
+                    stale.append((op.start, op.start - since))
 
         if last_acked is not None:
             if final is None:
@@ -361,11 +405,20 @@ def check(
                             f"{node} holds {values.get(key)}, the active node {final.value}",
                         )
 
+    span = window or _span(ops)
     report.unavailable_seconds, report.unavailable_total, report.unavailable_window = _downtime(
-        sorted(acked_ends), window or _span(ops)
+        sorted(acked_ends), span
     )
     report.max_staleness = round(report.max_staleness, 3)
     report.max_late_delay = round(report.max_late_delay, 3)
+    polls = list(samples)
+    for fault in faults:
+        report.faults.append(
+            measure(fault, acked_ends=acked_ends, span=span, samples=polls, stale=stale)
+        )
+    if thresholds is not None:
+        report.thresholds = thresholds
+        report.threshold_failures = evaluate(report.faults, thresholds, report.max_staleness)
     return report
 
 

@@ -1,11 +1,14 @@
 """``python -m chaos.compose SCENARIO... [options]``: container chaos against the compose cluster.
 
 Scenarios: kill-active, pause-active, disconnect-active, rolling-restart, full-restart,
-or ``all``. With ``--up`` the cluster is built and started first (project
-``coffer-chaos`` on free 127.0.0.1 ports unless it is already running); ``--down``
-removes it afterwards. ``--record docs/chaos.md`` writes the results table, with this
-command line, between the markers in that file. Exits 1 if any scenario lost an
-acknowledged write, saw a regression, or did not get every node back.
+or ``all``; the healing suite partition-active, partition-follower, restart-behind,
+flap-link, freeze-active, or ``suite`` (each fault measured and held to the
+thresholds, ``--max-*``; ``--report-only`` measures without failing). With ``--up``
+the cluster is built and started first (project ``coffer-chaos`` on free 127.0.0.1
+ports unless it is already running); ``--down`` removes it afterwards. ``--record
+docs/chaos.md`` writes the results table, with this command line, between the
+markers in that file. Exits 1 if any scenario lost an acknowledged write, saw a
+regression, did not get every node back, or (suite) missed a threshold.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from chaos.checker import Thresholds
 from chaos.compose.scenarios import SCENARIOS, RunSettings, ScenarioResult, run_scenario
+from chaos.compose.suite import SUITE
+from chaos.record import provenance, replace_block
 from deploy.clusterctl import NODES, STATE_DIR, ClusterError, ComposeCluster, free_port_env
 
-ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- chaos-results:start -->", "<!-- chaos-results:end -->"
 
 
@@ -33,19 +37,12 @@ def is_running(cluster: ComposeCluster) -> bool:
         return False
 
 
-def _git(*args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-    return done.stdout.strip()
-
-
 def results_markdown(results: list[ScenarioResult], command: str, settings: RunSettings) -> str:
-    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--", "node", "api", "consensus", "deploy", "chaos"):
-        commit += " + uncommitted changes"
     lines = [
         START,
-        f"Last run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}, "
-        f"fault held {settings.duration:g}s, {settings.writers} writers and "
+        f"Last run: {provenance()}, "
+        f"fault held {settings.duration:g}s (suite: {settings.hold or 'default'}), "
+        f"{settings.writers} writers and "
         f"{settings.readers} readers on {settings.keys} keys.",
         "",
         "```sh",
@@ -55,8 +52,9 @@ def results_markdown(results: list[ScenarioResult], command: str, settings: RunS
         "",
         "| scenario | ops | acked writes | indeterminate | lost | regressions | late writes | "
         "stale any-node reads | longest without a write | first write after fault | "
-        "recovered after | nodes back | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "recovered after | nodes back | write gap in fault | leader changes after heal | "
+        "all caught up after | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         rep = r.report
@@ -64,37 +62,42 @@ def results_markdown(results: list[ScenarioResult], command: str, settings: RunS
         recovered = f"{r.recovery_seconds:.1f} s" if r.recovery_seconds is not None else "—"
         stale = f"{rep.stale_reads} (≤ {rep.max_staleness:.2f} s)" if rep.stale_reads else "0"
         late = f"{rep.late_writes} (≤ {rep.max_late_delay:.1f} s)" if rep.late_writes else "0"
+        gap, changes, caught = "—", "—", "—"
+        if rep.faults:
+            m = rep.faults[0]
+            gap = f"{m.unavailable_seconds:.2f} s"
+            changes = str(m.leader_changes_after_heal)
+            caught = "never" if m.catch_up_seconds is None else f"{m.catch_up_seconds:.2f} s"
+        verdict = "OK" if r.ok else ("FAILED" if not r.safe else "thresholds not met")
         lines.append(
             f"| {r.scenario} | {rep.operations} | {rep.acknowledged} | {rep.indeterminate} | "
             f"{rep.lost} | {rep.regressions} | {late} | {stale} | "
             f"{rep.unavailable_seconds:.2f} s | "
             f"{first} | {recovered} | {'yes' if r.nodes_back else 'no'} | "
-            f"{'OK' if r.ok else 'FAILED'} |"
+            f"{gap} | {changes} | {caught} | {verdict} |"
         )
     failures = [f for r in results for f in r.report.findings[:5]]
     errors = [f"{r.scenario}: {r.error}" for r in results if r.error]
-    if failures or errors:
+    missed = [f"{r.scenario}: {f}" for r in results for f in r.report.threshold_failures]
+    if failures or errors or missed:
         lines += ["", "Findings:", ""]
         lines += [f"- {f.kind} `{f.key}`: {f.detail}" for f in failures]
         lines += [f"- error {e}" for e in errors]
+        lines += [f"- threshold not met: {m}" for m in missed]
     lines.append(END)
     return "\n".join(lines)
 
 
 def record(path: Path, block: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    replace_block(path, block, START, END)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m chaos.compose", description=__doc__)
-    parser.add_argument("scenarios", nargs="+", choices=[*SCENARIOS, "all"], metavar="SCENARIO")
+    parser.add_argument(
+        "scenarios", nargs="+", choices=[*SCENARIOS, *SUITE, "all", "suite"], metavar="SCENARIO"
+    )
     parser.add_argument("-p", "--project", default=os.environ.get("COFFER_PROJECT", "coffer-chaos"))
     parser.add_argument("--up", action="store_true", help="build and start the cluster first")
     parser.add_argument("--no-build", action="store_true", help="with --up: reuse the images")
@@ -102,16 +105,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=10.0, help="seconds the fault lasts")
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--settle", type=float, default=5.0)
-    parser.add_argument("--keys", type=int, default=6)
-    parser.add_argument("--writers", type=int, default=3)
+    parser.add_argument("--keys", type=int, default=8)
+    parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--readers", type=int, default=2)
+    parser.add_argument("--hold", type=float, help="suite: seconds a fault is held")
+    parser.add_argument("--observe", type=float, default=15.0, help="suite: seconds after a heal")
+    parser.add_argument("--behind", type=int, default=20_000, help="restart-behind: entries")
+    default = Thresholds()
+    parser.add_argument("--max-unavailable", type=float, default=default.unavailable_seconds)
+    parser.add_argument("--max-leader-changes", type=int, default=default.leader_changes_after_heal)
+    parser.add_argument("--max-catch-up", type=float, default=default.catch_up_seconds)
+    parser.add_argument(
+        "--max-staleness", type=float, default=default.staleness_seconds,
+        help="oldest any-node read allowed: the cluster's standby staleness bound",
+    )  # fmt: skip
+    parser.add_argument("--report-only", action="store_true", help="do not fail on thresholds")
     parser.add_argument("--record", type=Path, help="write the results table into this file")
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     parser.add_argument(
         "--out", type=Path, default=STATE_DIR / "chaos", help="where histories go (JSON lines)"
     )
     args = parser.parse_args(argv)
-    names = list(SCENARIOS) if "all" in args.scenarios else args.scenarios
+    names = [
+        name
+        for arg in args.scenarios
+        for name in (SCENARIOS if arg == "all" else SUITE if arg == "suite" else [arg])
+    ]
     settings = RunSettings(
         duration=args.duration,
         warmup=args.warmup,
@@ -119,6 +138,16 @@ def main(argv: list[str] | None = None) -> int:
         keys=args.keys,
         writers=args.writers,
         readers=args.readers,
+        hold=args.hold,
+        observe=args.observe,
+        behind=args.behind,
+        thresholds=Thresholds(
+            unavailable_seconds=args.max_unavailable,
+            leader_changes_after_heal=args.max_leader_changes,
+            catch_up_seconds=args.max_catch_up,
+            staleness_seconds=args.max_staleness,
+        ),
+        enforce_thresholds=not args.report_only,
     )
 
     cluster = ComposeCluster(project=args.project)
@@ -129,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
             ready = cluster.up(build=not args.no_build)
             print(cluster.summary(ready), flush=True)
         for name in names:
-            print(f"\n>> {name} (fault held {settings.duration:g}s)", flush=True)
+            hold = settings.hold if name in SUITE else settings.duration
+            held = "its default" if hold is None else f"{hold:g}s"
+            print(f"\n>> {name} (fault held {held})", flush=True)
             result = run_scenario(cluster, name, settings, args.out)
             print(result.summary(), flush=True)
             results.append(result)

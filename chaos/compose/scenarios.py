@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.checker import CheckReport, History, check
+from chaos.checker import CheckReport, Fault, History, Thresholds, check
 from chaos.compose.workload import Client, Workload, WorkloadConfig
+from chaos.sampler import Sampler, port_probe
 from deploy.clusterctl import NODES, ClusterError, ComposeCluster, wait_until
 
 __all__ = ["SCENARIOS", "RunSettings", "ScenarioResult", "run_scenario"]
@@ -32,10 +33,21 @@ class RunSettings:
     #: Load kept on after the cluster recovered.
     settle: float = 5.0
     recovery_timeout: float = 180.0
-    keys: int = 6
-    writers: int = 3
+    keys: int = 8
+    writers: int = 4
     readers: int = 2
     mount: str = "chaos"
+    #: The healing suite: how long its faults are held (None: each one's own default),
+    #: how long the cluster is watched after a heal, and how far restart-behind's log moves.
+    hold: float | None = None
+    observe: float = 15.0
+    behind: int = 20_000
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    #: Fail a run that misses a threshold (False: report only).
+    enforce_thresholds: bool = True
+
+    def hold_for(self, default: float) -> float:
+        return self.hold or default
 
 
 @dataclass
@@ -51,9 +63,15 @@ class ScenarioResult:
     raft_members: list[str] = field(default_factory=list)
     error: str = ""
 
+    enforce_thresholds: bool = True
+
+    @property
+    def safe(self) -> bool:
+        return self.report.ok and self.nodes_back and not self.error
+
     @property
     def ok(self) -> bool:
-        return self.report.ok and self.nodes_back and not self.error
+        return self.safe and (self.report.thresholds_ok or not self.enforce_thresholds)
 
     def summary(self) -> str:
         first = self.first_write_after_fault
@@ -75,6 +93,8 @@ class ScenarioResult:
         return {
             "scenario": self.scenario,
             "ok": self.ok,
+            "safe": self.safe,
+            "thresholds_ok": self.report.thresholds_ok,
             "report": self.report.to_dict(),
             "first_write_after_fault": self.first_write_after_fault,
             "recovery_seconds": self.recovery_seconds,
@@ -92,6 +112,7 @@ class Run:
     history: History
     t0: float
     fault_at: float | None = None
+    faults: list[Fault] = field(default_factory=list)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -113,6 +134,16 @@ class Run:
             return node if node is not None and self.cluster.lb_active() == node else None
 
         return wait_until("an agreed active node", agreed, 60)
+
+    def healed(self, name: str, node: str, start: float, healed: float) -> None:
+        """Note a fault undone at ``healed``; it is watched for ``observe`` seconds more."""
+        until = healed + self.settings.observe
+        self.faults.append(Fault(name, node, round(start, 3), round(healed, 3), round(until, 3)))
+
+    def observe(self) -> None:
+        """Keep the load on until the last fault's observation is over."""
+        if self.faults and self.faults[-1].until is not None:
+            time.sleep(max(0.0, self.faults[-1].until - self.now()))
 
     def docker(self, *args: str) -> None:
         self.cluster.docker(*args)
@@ -230,8 +261,10 @@ def run_scenario(
     settings: RunSettings | None = None,
     out_dir: Path | None = None,
 ) -> ScenarioResult:
+    from chaos.compose.suite import SUITE  # the suite's faults import Run from here
+
     settings = settings or RunSettings()
-    fault = SCENARIOS[name]
+    fault = {**SCENARIOS, **SUITE}[name]
     cluster.unseal_all()
     cluster.wait_ready(settings.recovery_timeout)
     _ensure_mount(cluster, settings.mount)
@@ -247,6 +280,8 @@ def run_scenario(
         readers=settings.readers,
     )
     workload = Workload(config, history, run.t0)
+    sampler = Sampler({s: port_probe(cluster.port(s)) for s in NODES}, history, run.t0)
+    sampler.start()
     workload.start()
     run.event("load-started")
     error = ""
@@ -259,6 +294,7 @@ def run_scenario(
         run.event("error", error=error)
     finally:
         workload.stop()
+        sampler.stop()
         run.event("load-stopped")
     recovered_at = next(
         (e["t"] for e in reversed(history.events) if e["event"] == "recovered"), None
@@ -279,7 +315,14 @@ def run_scenario(
         error = error or f"raft configuration: {exc}"
     unsealed = all(cluster.health(s) in (200, 429, 473) for s in NODES)
     load_end = max((op.start for op in history.ops if op.kind == "write"), default=0.0)
-    report = check(history, node_finals=node_finals, window=(settings.warmup / 2, load_end))
+    report = check(
+        history,
+        node_finals=node_finals,
+        window=(settings.warmup / 2, load_end),
+        faults=run.faults,
+        samples=history.samples,
+        thresholds=settings.thresholds if run.faults else None,
+    )
 
     result = ScenarioResult(
         scenario=name,
@@ -288,6 +331,7 @@ def run_scenario(
         nodes_back=unsealed and set(NODES) <= set(members),
         raft_members=members,
         error=error,
+        enforce_thresholds=settings.enforce_thresholds,
     )
     if run.fault_at is not None:
         acked_after = [

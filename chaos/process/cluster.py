@@ -154,10 +154,21 @@ class Node:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(10)
 
+    def freeze(self) -> None:
+        """SIGSTOP: a hung process whose sockets stay open (peers see silence, not a reset)."""
+        if self.proc is not None and self.running:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT after :meth:`freeze`."""
+        if self.proc is not None and self.running:
+            self.proc.send_signal(signal.SIGCONT)
+
     def stop(self, timeout: float = 15) -> None:
         """SIGTERM, then SIGKILL if it does not exit in time."""
         if self.proc is not None and self.running:
             self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGCONT)  # a frozen node must run to exit
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -251,6 +262,7 @@ class Cluster:
         for node in self.nodes:
             if node.running and node.proc is not None:
                 node.proc.send_signal(signal.SIGTERM)
+                node.proc.send_signal(signal.SIGCONT)
         for node in self.nodes:
             with contextlib.suppress(Exception):
                 node.stop(timeout=10)

@@ -8,13 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.checker import History
+from chaos.checker import Fault, History, Thresholds
 from chaos.process.cluster import Cluster, ClusterError, Node
 from chaos.process.firewall import Firewall
 from chaos.process.monitor import Monitor
 from chaos.process.verify import Isolation
 
-__all__ = ["Run", "Settings"]
+__all__ = ["MOUNT", "Run", "Settings"]
+
+#: The KV v2 mount every run writes to.
+MOUNT = "chaos"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +37,30 @@ class Settings:
     #: Count stale reads a cut-off leader served while it still claimed to be active
     #: as regressions (see chaos.process.verify.demote_deposed_reads).
     strict_reads: bool = False
+    #: How long a fault is held (None: each scenario's own default).
+    fault_seconds: float | None = None
+    #: Seconds the cluster is watched after a heal (leadership changes, catch-up).
+    observe: float = 15.0
+    #: How many Raft entries the log moves on while ``restart-behind``'s node is down.
+    behind: int = 20_000
+    #: The bounds every fault is measured against.
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    #: Fail the run when a threshold is not met (False: measure and report only).
+    enforce_thresholds: bool = True
+    #: Seconds a client waits for one request before it gives up (indeterminate) and
+    #: moves on to the next node; a hung node holds a writer that long.
+    client_timeout: float = 10.0
+    #: More lines for every node's ``storage "raft"`` block (e.g. tuning options).
+    extra_raft: str = ""
 
     @property
     def hold(self) -> float:
-        """How long a node stays down or cut off."""
-        return max(3.0, 0.3 * self.duration)
+        """How long a node stays down or cut off in the first scenarios."""
+        return self.fault_seconds or max(3.0, 0.3 * self.duration)
+
+    def hold_for(self, default: float) -> float:
+        """How long a suite scenario whose own default is ``default`` holds its fault."""
+        return self.fault_seconds or default
 
 
 @dataclass
@@ -54,6 +76,11 @@ class Run:
     failover_at: float | None = None
     recovered_at: float | None = None
     isolations: list[Isolation] = field(default_factory=list)
+    #: Windows in which a node may still claim to be active without being it (a freeze):
+    #: its strong reads are treated like a cut-off leader's (see verify.demote_deposed_reads).
+    suspects: list[Isolation] = field(default_factory=list)
+    #: Faults to measure (chaos.measures), each with its heal time.
+    faults: list[Fault] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
 
     def now(self) -> float:
@@ -70,6 +97,16 @@ class Run:
         if self.fault_at is None:
             self.fault_at = at
         return at
+
+    def healed(self, name: str, node: str, start: float, healed: float) -> None:
+        """Note a fault undone at ``healed``; it is watched for ``observe`` seconds more."""
+        until = healed + self.settings.observe
+        self.faults.append(Fault(name, node, round(start, 3), round(healed, 3), round(until, 3)))
+
+    def observe(self) -> None:
+        """Keep the load on until the last fault's observation is over."""
+        if self.faults and self.faults[-1].until is not None:
+            self.sleep_until(self.faults[-1].until)
 
     def sleep_until(self, at: float) -> None:
         left = at - self.now()

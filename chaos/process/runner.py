@@ -23,17 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import FINAL, CheckReport, Finding, History, check
-from chaos.process.cluster import Cluster, ClusterError
-from chaos.process.context import Run, Settings
+from chaos.process.cluster import Cluster, ClusterError, Node
+from chaos.process.context import MOUNT, Run, Settings
 from chaos.process.firewall import Firewall, FirewallError, remove_stale_rules
 from chaos.process.monitor import Monitor
 from chaos.process.scenarios import SCENARIOS
 from chaos.process.verify import demote_deposed_reads, isolated_acks
 from chaos.process.workload import Workload, WorkloadConfig
+from chaos.sampler import Probe, Sampler, port_probe
 
 __all__ = ["ScenarioResult", "run_scenario"]
-
-MOUNT = "chaos"
 
 
 @dataclass
@@ -66,8 +65,19 @@ class ScenarioResult:
         return self.report.regressions
 
     @property
-    def ok(self) -> bool:
+    def safe(self) -> bool:
+        """Nothing lost or read back, nothing acknowledged while cut off, every node back."""
         return self.report.ok and not self.extra and self.nodes_back and not self.error
+
+    @property
+    def ok(self) -> bool:
+        """Safe, and every fault met the thresholds (unless they are only reported)."""
+        return self.safe and (self.report.thresholds_ok or not self.settings.enforce_thresholds)
+
+    @property
+    def verdict(self) -> str:
+        """OK, FAILED (not safe), or THRESHOLDS NOT MET (safe, but too slow to heal)."""
+        return "OK" if self.ok else ("FAILED" if not self.safe else "THRESHOLDS NOT MET")
 
     def summary(self) -> str:
         rep = self.report
@@ -78,7 +88,7 @@ class ScenarioResult:
         window = rep.unavailable_window
         where = f", t={window[0]:.2f}..{window[1]:.2f}s" if window else ""
         lines = [
-            f"== {self.scenario}: {'OK' if self.ok else 'FAILED'} "
+            f"== {self.scenario}: {self.verdict} "
             f"({self.settings.nodes} nodes, {self.settings.duration:g}s of load, seed {self.seed})",
             f"operations: {rep.operations} ({rep.writes} writes, {rep.reads} reads, "
             f"{rep.strong_reads} strong)",
@@ -101,6 +111,9 @@ class ScenarioResult:
                 f"stale reads from the cut-off leader while it still claimed to be active: "
                 f"{len(self.deposed)} ({counted}; no read lease)"
             )
+        lines += [m.summary() for m in rep.faults]
+        enforced = "" if self.settings.enforce_thresholds else " (reported only)"
+        lines += [f"threshold not met{enforced}: {f}" for f in rep.threshold_failures]
         details = {k: v for k, v in self.details.items() if k != "failover_seconds"}
         if details:
             lines.append("details: " + ", ".join(f"{k}={v}" for k, v in details.items()))
@@ -116,6 +129,11 @@ class ScenarioResult:
         return {
             "scenario": self.scenario,
             "ok": self.ok,
+            "safe": self.safe,
+            "thresholds_ok": self.report.thresholds_ok,
+            "thresholds_enforced": self.settings.enforce_thresholds,
+            "threshold_failures": self.report.threshold_failures,
+            "faults": self.report.to_dict()["faults"],
             "nodes": self.settings.nodes,
             "duration": self.settings.duration,
             "seed": self.seed,
@@ -137,6 +155,11 @@ class ScenarioResult:
             "error": self.error,
             "workdir": self.workdir,
         }
+
+
+def _probe(node: Node) -> Probe:
+    """Polls ``node``'s API; a stopped node answers 0 without a request."""
+    return port_probe(node.api_port, lambda: node.running)
 
 
 def _mount(cluster: Cluster) -> None:
@@ -163,7 +186,7 @@ def run_scenario(name: str, settings: Settings | None = None) -> ScenarioResult:
     else:
         workdir = Path(tempfile.mkdtemp(prefix=f"coffer-chaos-{name}-"))
     remove_stale_rules()
-    cluster = Cluster(workdir, settings.nodes)
+    cluster = Cluster(workdir, settings.nodes, extra_raft=settings.extra_raft)
     firewall = Firewall()
     history = History()
     result = ScenarioResult(name, settings, seed, CheckReport(), workdir=str(workdir))
@@ -173,15 +196,22 @@ def run_scenario(name: str, settings: Settings | None = None) -> ScenarioResult:
         t0 = time.monotonic()
         monitor = Monitor(cluster, history, t0)
         monitor.start()
+        sampler = Sampler({n.name: _probe(n) for n in cluster.nodes}, history, t0)
+        sampler.start()
         run = Run(cluster, monitor, firewall, history, settings, rng, t0)
         config = WorkloadConfig(
-            mount=MOUNT, keys=settings.keys, readers=settings.readers, seed=seed
+            mount=MOUNT,
+            keys=settings.keys,
+            readers=settings.readers,
+            seed=seed,
+            timeout=settings.client_timeout,
         )
         workload = Workload(cluster, monitor, history, t0, config)
         try:
             _drive(run, workload, fault, result)
         finally:
             monitor.stop()
+            sampler.stop()
         result.details.update(run.details)
     except (ClusterError, FirewallError, OSError, http.client.HTTPException) as exc:
         result.error = result.error or f"{type(exc).__name__}: {exc}"
@@ -237,9 +267,16 @@ def _verify(run: Run, workload: Workload, result: ScenarioResult) -> None:
         result.error = result.error or "; ".join(serving)
     result.nodes_back = result.members == sorted(n.name for n in cluster.nodes) and not serving
     ops, result.deposed = demote_deposed_reads(
-        history, run.isolations, strict=run.settings.strict_reads
+        history, [*run.isolations, *run.suspects], strict=run.settings.strict_reads
     )
-    result.report = check(ops, node_finals=node_finals)
+    result.report = check(
+        ops,
+        node_finals=node_finals,
+        faults=run.faults,
+        samples=history.samples,
+        # Only the healing suite notes fault windows; the first scenarios keep their verdicts.
+        thresholds=run.settings.thresholds if run.faults else None,
+    )
     result.extra = isolated_acks(history, run.isolations)
     result.fault_at = run.fault_at
     if run.fault_at is not None:

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from chaos.process.cluster import ClusterError
 from chaos.process.context import Run
+from chaos.process.suite import SUITE
 
 __all__ = ["SCENARIOS"]
 
@@ -117,4 +118,5 @@ SCENARIOS: dict[str, Callable[[Run], None]] = {
     "restart-follower": restart_follower,
     "rolling-restart": rolling_restart,
     "restart-all": restart_all,
+    **SUITE,
 }

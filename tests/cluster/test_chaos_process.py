@@ -1,7 +1,8 @@
 """The process-level chaos tool (``python -m chaos process``), through its Python API.
 
-Two scenarios on real ``coffer server`` processes (kill -9 of the active node, and
-a partitioned leader), short runs; plus fast checks of the tool's own verifiers.
+Scenarios on real ``coffer server`` processes (kill -9 of the active node, a
+partitioned leader, and the healing suite's 15 s partition of the active node with
+its per-fault measures), plus fast checks of the tool's own verifiers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 from chaos.__main__ import main as chaos_main
 from chaos.checker import ANY, STRONG, History
-from chaos.process import Settings, run_scenario
+from chaos.process import ScenarioResult, Settings, run_scenario
 from chaos.process.firewall import iptables_available
 from chaos.process.verify import demote_deposed_reads, isolated_acks
 from tests.conftest import require
@@ -54,6 +55,80 @@ def test_partitioned_leader_acknowledges_nothing(tmp_path: Path) -> None:
     assert result.details["old_leader_stepped_down_seconds"] is not None
     assert result.members == ["node1", "node2", "node3"]
     assert _no_rules_left()
+
+
+# -- the healing suite: a 15 s partition of the active node, measured --------------------
+
+
+@pytest.fixture(scope="module")
+def partition_active(tmp_path_factory: pytest.TempPathFactory) -> ScenarioResult:
+    """One run for the tests below: safety and the thresholds are asserted apart."""
+    usable, why = iptables_available()
+    require(usable, f"partitioning a node needs iptables as root: {why}")
+    settings = Settings(duration=10, observe=12, workdir=tmp_path_factory.mktemp("chaos"))
+    result = run_scenario("partition-active", settings)
+    print("\n" + result.summary())
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_partitioned_active_node_loses_nothing(partition_active: ScenarioResult) -> None:
+    result = partition_active
+    report = result.report
+    assert report.lost == 0 and report.regressions == 0 and report.phantoms == 0, result.summary()
+    assert not [f for f in result.extra if f.kind == "isolated-ack"], result.summary()
+    assert report.acknowledged > 100
+    (fault,) = report.faults
+    assert fault.name == "partition-active" and fault.healed - fault.start >= 15
+    assert _no_rules_left()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 13: on the pre-issue-13 consensus code the node cut off for 15 s sometimes "
+    "stays at its old index long after the heal (2026-11-25: 1 run of 3 it was still behind "
+    "at the final check, so its replica diverged and a write+read through it failed). "
+    "Drop this mark once the consensus/ work is merged.",
+)
+def test_a_partitioned_active_node_comes_back_whole(partition_active: ScenarioResult) -> None:
+    result = partition_active
+    assert result.safe, result.summary()  # every node back, serving, holding the same data
+    assert result.members == ["node1", "node2", "node3"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 13: needs the consensus/ rework (PreVote, CheckQuorum, lease, snapshot "
+    "streaming) and the performance-standby staleness bound (node/). Measured on the "
+    "pre-issue-13 code (2026-11-25): writes stopped 3.37 s (bound 3), the healed node had "
+    "not caught up 12 s after the heal (bound 10), any-node reads 24.5 s stale (bound 5). "
+    "Drop this mark once that work is merged.",
+)
+def test_a_partitioned_active_node_heals_within_the_thresholds(
+    partition_active: ScenarioResult,
+) -> None:
+    """Writes stop <= 3 s, no leadership change after the heal, all caught up <= 10 s,
+    no any-node read older than the staleness bound."""
+    report = partition_active.report
+    assert report.thresholds_ok, report.threshold_failures
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 13: needs the leader lease (consensus/): without it the cut-off active "
+    "node answers reads as active for ~1.5 s. Drop this mark once that work is merged.",
+)
+def test_a_partitioned_active_node_stops_serving_as_active(
+    partition_active: ScenarioResult,
+) -> None:
+    assert partition_active.deposed == [], partition_active.deposed[:3]
 
 
 # -- the tool's own checks (fast) -----------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from chaos.checker import ANY, FINAL, STRONG, History, check
+from chaos.checker import ANY, FINAL, STRONG, Fault, History, Sample, Thresholds, check
+from chaos.compose.__main__ import results_markdown
+from chaos.compose.scenarios import RunSettings, ScenarioResult
 
 
 def write(h: History, key: str, value: int, start: float, end: float, **kw: Any) -> None:
@@ -160,3 +162,53 @@ def test_a_history_survives_a_round_trip_through_json_lines(tmp_path: Path) -> N
     assert again.ops == h.ops
     assert again.events == [{"t": 1.0, "event": "kill", "node": "node1"}]
     assert check(again).ok
+
+
+def test_faults_are_measured_and_held_to_thresholds_apart_from_safety() -> None:
+    h = History()
+    for i, at in enumerate([0.5, 1.0, 5.5, 6.0], start=1):
+        write(h, "k", i, at - 0.1, at, version=i)
+    read(h, "k", 1, 2.0, 2.1, consistency=ANY, version=1)  # 1.0 s stale, inside the fault
+    read(h, "k", 4, 7.0, 7.1, consistency=FINAL, version=4)
+    for t in (0.2, 4.0, 5.2):
+        h.sample(Sample(t, "n1", 200, 10, 10, True))
+        h.sample(Sample(t, "n2", 473, 10, 10, False))
+    fault = Fault("freeze-active", "n1", 1.5, 5.0, until=6.5)
+
+    report = check(h, faults=[fault], samples=h.samples, thresholds=Thresholds())
+    (measured,) = report.faults
+    assert report.ok and not report.thresholds_ok  # nothing lost, but too slow
+    assert measured.unavailable_seconds == 4.5
+    assert measured.max_staleness == 1.0
+    assert measured.catch_up_seconds == 0.2
+    assert report.threshold_failures == ["freeze-active on n1: writes stopped 4.50s (bound 3s)"]
+    assert "thresholds not met" in report.summary()
+    doc = report.to_dict()
+    assert doc["thresholds_ok"] is False and doc["faults"][0]["leader_changes_after_heal"] == 0
+    # Without thresholds the same faults are only measured.
+    assert check(h, faults=[fault], samples=h.samples).thresholds_ok
+
+
+def test_samples_survive_the_json_lines_round_trip(tmp_path: Path) -> None:
+    h = History()
+    h.sample(Sample(0.2, "node1", 200, 7, 8, True))
+    h.sample(Sample(0.3, "node2", 0))
+    path = tmp_path / "history.jsonl"
+    h.dump(path)
+    assert History.load(path).samples == h.samples
+
+
+def test_the_compose_results_table_gives_each_suite_fault_its_measures() -> None:
+    h = History()
+    for value, at in ((1, 0.0), (2, 5.0)):
+        write(h, "k", value, at, at + 0.1, version=value)
+    read(h, "k", 2, 6.0, 6.1, consistency=FINAL, version=2)
+    fault = Fault("freeze-active", "node1", 1.0, 2.0, until=4.0)
+    report = check(h, faults=[fault], samples=[], thresholds=Thresholds())
+    result = ScenarioResult("freeze-active", report, h, nodes_back=True)
+
+    block = results_markdown([result], "python -m chaos.compose freeze-active", RunSettings())
+
+    row = next(line for line in block.splitlines() if line.startswith("| freeze-active"))
+    assert row.endswith("| 4.90 s | 0 | never | thresholds not met |"), row
+    assert "- threshold not met: freeze-active: freeze-active on node1: writes stopped" in block
