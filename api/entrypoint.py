@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
         from api.server import main as server_main
 
         return server_main(args[1:])
-    from node.cli.main import main as cli_main
+    from cli.main import main as cli_main
 
     return int(cli_main(args))
 

@@ -1,6 +1,6 @@
 """The CLI against a real (tiny, canned) HTTP server: requests sent, output printed.
 
-The server (``tests.unit.cli_fakes.FakeServer``) records every request and
+The server (``tests.unit.cli.fakes.FakeServer``) records every request and
 answers from a table of Vault-shaped responses.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import trustme
 
-from node.cli.generate_root import BASE62, decode_token
-from tests.unit.cli_fakes import FakeServer, Terminal, isolate_env, run, serving
+from cli.generate_root import BASE62, decode_token
+from tests.unit.cli.fakes import FakeServer, Terminal, isolate_env, run, serving
 
 SEAL_STATUS: dict[str, Any] = {
     "type": "shamir",
@@ -343,7 +343,7 @@ def test_generate_root_provide_without_attempt(
 def test_generate_root_full_flow_decodes(
     server: FakeServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from node.cli.generate_root import encode_token
+    from cli.generate_root import encode_token
 
     otp = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
     encoded = encode_token("hvs.NEWROOTTOKEN1234567890ab", otp)

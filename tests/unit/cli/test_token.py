@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.cli_fakes import FakeServer, Terminal, run, serving
+from tests.unit.cli.fakes import FakeServer, Terminal, run, serving
 
 AUTH: dict[str, Any] = {
     "request_id": "r-1",

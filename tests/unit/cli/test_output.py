@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from node.cli.generate_root import status_rows
-from node.cli.output import (
+from cli.generate_root import status_rows
+from cli.output import (
     MISSING,
     columns,
     field_text,
@@ -21,7 +21,7 @@ from node.cli.output import (
     table,
     ttl_value,
 )
-from node.cli.status import seal_status_rows
+from cli.status import seal_status_rows
 
 UNSEALED: dict[str, Any] = {
     "type": "shamir",

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from node.cli.common import (
+from cli.common import (
     api_path,
     no_value,
     print_done,
@@ -24,14 +24,14 @@ from node.cli.common import (
     success,
     with_query,
 )
-from node.cli.errors import EXIT_OK, CliError, UsageError
-from node.cli.flags import add_command, add_option, add_switch
-from node.cli.output import format_value, print_json, print_warnings, secret_rows
+from cli.errors import EXIT_OK, CliError, UsageError
+from cli.flags import add_command, add_option, add_switch
+from cli.output import format_value, print_json, print_warnings, secret_rows
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
-    from node.cli.http import Json
+    from cli.context import Context
+    from cli.flags import Subparsers
+    from cli.http import Json
 
 __all__ = ["api_path", "parse_data", "print_list", "query_data", "register"]
 

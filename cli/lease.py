@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from node.cli.common import print_done, print_secret
-from node.cli.errors import CliError, UsageError
-from node.cli.flags import add_command, add_option, add_switch
+from cli.common import print_done, print_secret
+from cli.errors import CliError, UsageError
+from cli.flags import add_command, add_option, add_switch
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
+    from cli.context import Context
+    from cli.flags import Subparsers
 
 __all__ = ["register"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from node.cli.errors import CliError, UsageError
-from node.cli.http import ApiError
+from cli.errors import CliError, UsageError
+from cli.http import ApiError
 
 
 def test_api_error_lists_the_server_errors() -> None:
@@ -39,7 +39,7 @@ def test_exit_codes() -> None:
 def test_settings_errors_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from node.cli.main import main
+    from cli.main import main
 
     monkeypatch.setenv("COFFER_ADDR", "not-a-url")
     monkeypatch.setenv("COFFER_TOKEN", "hvs.secret")

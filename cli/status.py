@@ -11,14 +11,14 @@ import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from node.cli.errors import EXIT_ERROR, EXIT_OK, CliError
-from node.cli.flags import add_command
-from node.cli.http import ApiError, Json, TransportError
-from node.cli.output import print_json, table
+from cli.errors import EXIT_ERROR, EXIT_OK, CliError
+from cli.flags import add_command
+from cli.http import ApiError, Json, TransportError
+from cli.output import print_json, table
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
+    from cli.context import Context
+    from cli.flags import Subparsers
 
 __all__ = ["EXIT_SEALED", "fetch_leader", "print_seal_status", "register", "seal_status_rows"]
 

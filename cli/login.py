@@ -28,16 +28,16 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from node.cli.common import print_field, print_secret
-from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
-from node.cli.flags import add_command, add_option, add_switch
-from node.cli.generic import parse_data, print_list
-from node.cli.output import print_json
+from cli.common import print_field, print_secret
+from cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
+from cli.flags import add_command, add_option, add_switch
+from cli.generic import parse_data, print_list
+from cli.output import print_json
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
-    from node.cli.http import Json
+    from cli.context import Context
+    from cli.flags import Subparsers
+    from cli.http import Json
 
 __all__ = ["login_secret", "register"]
 

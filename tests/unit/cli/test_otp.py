@@ -6,14 +6,14 @@ import base64
 
 import pytest
 
-from node.cli.generate_root import (
+from cli.generate_root import (
     BASE62,
     DEFAULT_OTP_LENGTH,
     decode_token,
     encode_token,
     generate_otp,
 )
-from node.cli.main import main
+from cli.main import main
 
 
 def test_generate_otp_is_base62_of_the_requested_length() -> None:

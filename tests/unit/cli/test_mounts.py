@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.cli_fakes import FakeServer, run, serving
+from tests.unit.cli.fakes import FakeServer, run, serving
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.cli_fakes import FakeServer, run, serving
+from tests.unit.cli.fakes import FakeServer, run, serving
 
 LEASE = "auth/userpass/login/alice/0a1b"
 

@@ -13,15 +13,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from node.cli.common import key_values, mount_path, success
-from node.cli.errors import EXIT_OK, CliError
-from node.cli.flags import add_command, add_option, add_switch, duration
-from node.cli.output import format_value, grid, print_json, print_warnings
+from cli.common import key_values, mount_path, success
+from cli.errors import EXIT_OK, CliError
+from cli.flags import add_command, add_option, add_switch, duration
+from cli.output import format_value, grid, print_json, print_warnings
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
-    from node.cli.http import Json
+    from cli.context import Context
+    from cli.flags import Subparsers
+    from cli.http import Json
 
 __all__ = ["detailed_rows", "mount_rows", "register"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from node.cli.common import (
+from cli.common import (
     api_path,
     key_values,
     mount_path,
@@ -32,11 +32,11 @@ from node.cli.common import (
     success,
     with_query,
 )
-from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
-from node.cli.flags import add_command, add_option, add_switch, duration
-from node.cli.generic import parse_data, print_list
-from node.cli.http import ApiError, TransportError
-from node.cli.output import (
+from cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
+from cli.flags import add_command, add_option, add_switch, duration
+from cli.generic import parse_data, print_list
+from cli.http import ApiError, TransportError
+from cli.output import (
     data_rows,
     header_for_map,
     pad_equal_signs,
@@ -47,10 +47,10 @@ from node.cli.output import (
 )
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
-    from node.cli.http import Json
-    from node.cli.main import Handler
+    from cli.context import Context
+    from cli.flags import Subparsers
+    from cli.http import Json
+    from cli.main import Handler
 
 __all__ = ["KvPath", "kv_version", "register", "resolve"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.cli_fakes import FakeServer, run, serving
+from tests.unit.cli.fakes import FakeServer, run, serving
 
 META: dict[str, Any] = {
     "created_time": "2024-01-01T00:00:00Z",

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
-from node.cli.flags import parse_duration
-from node.cli.output import (
+from cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
+from cli.flags import parse_duration
+from cli.output import (
     MISSING,
     field_text,
     print_json,
@@ -24,8 +24,8 @@ from node.cli.output import (
 )
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.http import Json
+    from cli.context import Context
+    from cli.http import Json
 
 __all__ = [
     "api_path",

@@ -11,15 +11,15 @@ import argparse
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from node.cli import generate_root
-from node.cli.errors import EXIT_OK, CliError, UsageError
-from node.cli.flags import add_command, add_option, add_switch
-from node.cli.output import print_json
-from node.cli.status import print_seal_status
+from cli import generate_root
+from cli.errors import EXIT_OK, CliError, UsageError
+from cli.flags import add_command, add_option, add_switch
+from cli.output import print_json
+from cli.status import print_seal_status
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
+    from cli.context import Context
+    from cli.flags import Subparsers
 
 __all__ = ["init_output", "register"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from node.cli.flags import parse_duration
-from node.cli.main import build_parser, main
+from cli.flags import parse_duration
+from cli.main import build_parser, main
 
 
 def parse(*argv: str) -> dict[str, object]:
@@ -152,7 +152,7 @@ def test_positional_token_arguments_do_not_replace_the_client_token() -> None:
 
 
 def test_data_may_follow_flags(capsys: pytest.CaptureFixture[str]) -> None:
-    from node.cli.main import _parse
+    from cli.main import _parse
 
     args = _parse(build_parser(), ["write", "p", "a=1", "-force", "b=2", "-"])
     assert args.data == ["a=1", "b=2", "-"]

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from node.cli import generic, kv, lease, login, mounts, operator, policy, status, token
-from node.cli.common import print_field, print_secret
-from node.cli.context import Context, WrappedResponse
-from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError
-from node.cli.flags import add_command, add_help, global_flags
-from node.cli.settings import GlobalFlags
+from cli import generic, kv, lease, login, mounts, operator, policy, status, token
+from cli.common import print_field, print_secret
+from cli.context import Context, WrappedResponse
+from cli.errors import EXIT_OK, EXIT_USAGE, CliError
+from cli.flags import add_command, add_help, global_flags
+from cli.settings import GlobalFlags
 
 __all__ = ["build_parser", "main", "version_string"]
 

@@ -15,13 +15,13 @@ import secrets
 import string
 from typing import TYPE_CHECKING, Any
 
-from node.cli.errors import EXIT_OK, CliError, UsageError
-from node.cli.flags import add_command, add_option, add_switch
-from node.cli.output import columns, print_json
+from cli.errors import EXIT_OK, CliError, UsageError
+from cli.flags import add_command, add_option, add_switch
+from cli.output import columns, print_json
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
+    from cli.context import Context
+    from cli.flags import Subparsers
 
 __all__ = [
     "BASE62",

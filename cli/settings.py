@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from node.cli.errors import CliError
-from node.cli.flags import parse_bool, parse_duration
+from cli.errors import CliError
+from cli.flags import parse_bool, parse_duration
 
 __all__ = [
     "DEFAULT_ADDRESS",

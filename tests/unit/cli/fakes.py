@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from node.cli.main import main
+from cli.main import main
 
 
 @dataclass

@@ -20,10 +20,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
 
-from node.cli.errors import EXIT_USAGE, CliError
-from node.cli.http import ApiClient, ApiError, Json, TransportError
-from node.cli.output import print_warnings
-from node.cli.settings import TOKEN_FILE, GlobalFlags, Settings, resolve_settings
+from cli.errors import EXIT_USAGE, CliError
+from cli.http import ApiClient, ApiError, Json, TransportError
+from cli.output import print_warnings
+from cli.settings import TOKEN_FILE, GlobalFlags, Settings, resolve_settings
 
 __all__ = ["Context", "WrappedResponse"]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from node.cli.errors import CliError
-from node.cli.settings import DEFAULT_ADDRESS, GlobalFlags, Settings, resolve_settings
+from cli.errors import CliError
+from cli.settings import DEFAULT_ADDRESS, GlobalFlags, Settings, resolve_settings
 
 
 def resolve(flags: GlobalFlags | None = None, home: Path | None = None, **env: str) -> Settings:

@@ -121,7 +121,7 @@ def add_switch(
 def global_flags() -> argparse.ArgumentParser:
     """The connection and output flags every server-facing command accepts.
 
-    Defaults are ``None`` so :mod:`node.cli.settings` can tell "not given"
+    Defaults are ``None`` so :mod:`cli.settings` can tell "not given"
     apart from "given" and fall back to the environment.
     """
     parent = argparse.ArgumentParser(add_help=False, allow_abbrev=False)

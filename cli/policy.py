@@ -2,7 +2,7 @@
 
 Policies live at ``sys/policies/acl/<name>``; names are lower-cased, as
 Vault does. ``fmt`` works locally: it checks the file is a valid policy,
-rewrites it in canonical HCL (:mod:`node.cli.hclfmt`), and verifies that the
+rewrites it in canonical HCL (:mod:`cli.hclfmt`), and verifies that the
 result means exactly the same rules before replacing the file.
 """
 
@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from node.cli.common import read_input, success
-from node.cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
-from node.cli.flags import add_command
-from node.cli.generic import print_list
-from node.cli.hclfmt import HclFormatError, format_hcl
-from node.cli.output import print_json
+from cli.common import read_input, success
+from cli.errors import EXIT_OK, EXIT_USAGE, CliError, UsageError
+from cli.flags import add_command
+from cli.generic import print_list
+from cli.hclfmt import HclFormatError, format_hcl
+from cli.output import print_json
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
+    from cli.context import Context
+    from cli.flags import Subparsers
 
 __all__ = ["register"]
 

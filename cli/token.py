@@ -10,7 +10,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from node.cli.common import (
+from cli.common import (
     duration_seconds,
     key_values,
     print_field,
@@ -18,14 +18,14 @@ from node.cli.common import (
     split_list,
     success,
 )
-from node.cli.errors import EXIT_OK, CliError, UsageError
-from node.cli.flags import add_command, add_option, add_switch, duration
-from node.cli.output import print_json
+from cli.errors import EXIT_OK, CliError, UsageError
+from cli.flags import add_command, add_option, add_switch, duration
+from cli.output import print_json
 
 if TYPE_CHECKING:
-    from node.cli.context import Context
-    from node.cli.flags import Subparsers
-    from node.cli.http import Json
+    from cli.context import Context
+    from cli.flags import Subparsers
+    from cli.http import Json
 
 __all__ = ["create_body", "register"]
 

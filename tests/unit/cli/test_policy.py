@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from node.cli.hclfmt import HclFormatError, format_hcl
-from tests.unit.cli_fakes import FakeServer, isolate_env, run, serving
+from cli.hclfmt import HclFormatError, format_hcl
+from tests.unit.cli.fakes import FakeServer, isolate_env, run, serving
 
 POLICY = 'path "secret/data/app/*" {\n  capabilities = ["read", "list"]\n}\n'
 
