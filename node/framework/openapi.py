@@ -18,6 +18,11 @@ Rendering a regex follows the reference's ``expandPattern``:
   description quotes the regex, so the row is still documented and the
   document still validates.
 
+Every operation declares its error answers (400, 403, 404, 405; 409 for
+writes, 415 for patches) as ``{"errors": [...]}``, its 200 body as the
+response envelope (or, for a ``LIST``, the envelope with ``data.keys``), so a
+conformance checker (schemathesis, in the test suite) has something to check.
+
 ``LIST`` is documented as the reference does: a ``get`` with a ``list``
 query parameter, required when the path has no ``READ``, optional when
 ``get`` also reads.
@@ -316,6 +321,7 @@ _OPERATION_VERBS = {
 }
 _ERROR_SCHEMA = "ErrorResponse"
 _LIST_SCHEMA = "ListResponse"
+_ENVELOPE_SCHEMA = "Envelope"
 _JSON = "application/json"
 
 
@@ -330,6 +336,23 @@ _SHARED_SCHEMAS: dict[str, Any] = {
         "description": "An error: one message per problem.",
         "properties": {"errors": {"type": "array", "items": {"type": "string"}}},
         "required": ["errors"],
+    },
+    _ENVELOPE_SCHEMA: {
+        "type": "object",
+        "description": (
+            "The response envelope. A few system paths answer a bare document instead "
+            "(the OpenAPI document, generate-root status, metrics), so no key is required."
+        ),
+        "properties": {
+            "request_id": {"type": "string"},
+            "lease_id": {"type": "string"},
+            "renewable": {"type": "boolean"},
+            "lease_duration": {"type": "integer"},
+            "data": {"type": "object", "nullable": True},
+            "wrap_info": {"type": "object", "nullable": True},
+            "warnings": {"type": "array", "items": {"type": "string"}, "nullable": True},
+            "auth": {"type": "object", "nullable": True},
+        },
     },
     _LIST_SCHEMA: {
         "type": "object",
@@ -362,7 +385,7 @@ def _error_responses(errors: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-_OK = {"description": "OK", "content": {_JSON: {"schema": {"type": "object"}}}}
+_OK = {"description": "OK", "content": {_JSON: {"schema": _ref(_ENVELOPE_SCHEMA)}}}
 _WRITE_RESPONSES = {
     "200": _OK,
     "204": {"description": "Success, no body"},
