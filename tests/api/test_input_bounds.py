@@ -208,3 +208,26 @@ async def test_plaintext_accessor_keys_of_older_versions_are_read_and_migrated(
     assert found is not None and found.accessor == accessor
     assert accessor in await core.tokens.list_accessors()
     assert await core.tokens.migrate_accessors() == 0
+
+
+async def test_a_value_that_fails_to_decrypt_is_reported_without_its_key(dev: DevServer) -> None:
+    written = await call(
+        dev.client, "POST", "/v1/secret/data/k", json_body={"data": {"a": "1"}}, headers=dev.auth
+    )
+    assert written.status == 200, str(written)
+    physical = dev.core.physical
+    pending = ["logical/"]
+    while pending:  # flip the last byte of every value of every mount (tampered storage)
+        prefix = pending.pop()
+        for name in await physical.list(prefix):
+            if name.endswith("/"):
+                pending.append(prefix + name)
+                continue
+            entry = await physical.get(prefix + name)
+            assert entry is not None
+            await physical.put(entry.key, entry.value[:-1] + bytes([entry.value[-1] ^ 1]))
+    dev.core.barrier.invalidate_all()
+    reply = await call(dev.client, "GET", "/v1/secret/data/k", headers=dev.auth)
+    [message] = assert_error(reply, 500)
+    assert message in ("a stored value failed to decrypt", "internal error"), message
+    assert "logical/" not in message
