@@ -1,7 +1,8 @@
 """schemathesis against the OpenAPI document of a real dev server (issue 14, item 6).
 
 Every operation the document lists is called with generated inputs (valid and
-invalid ones) twice: as root, and with no token. No answer may be a 5xx; every
+invalid ones) three times: as root, with no token, and with a token holding only
+the ``default`` policy. No answer may be a 5xx; every
 4xx must carry a JSON ``errors`` array; status codes, content types and bodies
 must match what the document declares. The operations that would end the run
 (sealing the server, revoking the fuzzer's own token, restoring a snapshot,
@@ -41,7 +42,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 #: Random, so the fuzzer cannot guess it (and revoke it through ``auth/token/revoke``).
 ROOT = "hvs." + secrets.token_hex(12)
-EXAMPLES = int(os.environ.get("COFFER_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("COFFER_FUZZ_EXAMPLES", "20"))
 
 #: (method, path) of the operations that would stop the run; each has a plain test below.
 RUN_ENDERS = {
@@ -102,10 +103,10 @@ CHECKS = [
     response_schema_conformance,
     errors_array,
 ]
-CALLERS = {"root": {"X-Vault-Token": ROOT}, "anonymous": {}}
+Callers = dict[str, dict[str, str]]
 
 
-def fuzz(operation: Any, mode: GenerationMode, failures: dict[str, str]) -> None:
+def fuzz(operation: Any, mode: GenerationMode, callers: Callers, failures: dict[str, str]) -> None:
     """``EXAMPLES`` generated calls of ``operation`` per caller; the first failure of each
     (operation, caller) is recorded rather than raised, so Hypothesis does not spend the
     run shrinking it and one finding does not hide the others."""
@@ -120,7 +121,7 @@ def fuzz(operation: Any, mode: GenerationMode, failures: dict[str, str]) -> None
         suppress_health_check=list(HealthCheck),
     )
     def run(case: Any) -> None:
-        for caller, headers in CALLERS.items():
+        for caller, headers in callers.items():
             label = f"{operation.label} [{caller}, {mode.value}]"
             if label in failures:
                 continue
@@ -133,13 +134,21 @@ def fuzz(operation: Any, mode: GenerationMode, failures: dict[str, str]) -> None
         run()
 
 
-def test_every_operation_as_root_and_anonymous(api_schema: Any) -> None:
+def test_every_operation_as_root_and_anonymous(server: ServerProcess, api_schema: Any) -> None:
+    """Also as a token with only the ``default`` policy: the ACL's 403s are checked too."""
+    status, created = send(server, "POST", "auth/token/create", {"policies": ["default"]})
+    assert status == 200, created
+    callers: Callers = {
+        "root": {"X-Vault-Token": ROOT},
+        "anonymous": {},
+        "default-policy": {"X-Vault-Token": created["auth"]["client_token"]},
+    }
     failures: dict[str, str] = {}
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) > 100
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            fuzz(operation, mode, failures)
+            fuzz(operation, mode, callers, failures)
     report = "\n\n".join(f"{label}\n{text}" for label, text in sorted(failures.items()))
     assert not failures, f"{len(failures)} failing operations:\n{report}"
 
