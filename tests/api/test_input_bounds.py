@@ -62,6 +62,12 @@ async def test_the_largest_duration_is_accepted_and_one_more_second_is_not(
     assert_error(over, 400, "explicit_max_ttl")
 
 
+async def test_a_wrap_ttl_out_of_range_is_a_400(dev: DevServer) -> None:
+    headers = {**dev.auth, "X-Vault-Wrap-TTL": "99999999999999999999"}
+    reply = await call(dev.client, "GET", "/v1/sys/mounts", headers=headers)
+    assert_error(reply, 400, "wrap TTL")
+
+
 async def test_mount_config_durations_and_cas_are_bounded(dev: DevServer) -> None:
     reply = await send(
         dev, "POST", "sys/mounts/big", f'{{"type": "kv", "config": {{"max_lease_ttl": {HUGE}}}}}'
