@@ -106,6 +106,19 @@ async def test_policy_path_with_a_control_character_is_a_400(dev: DevServer, cha
     assert missing.status == 404
 
 
+@pytest.mark.parametrize("table", ["sys/mounts", "sys/auth"])
+@pytest.mark.parametrize("char", ["%00", "%01", "%1F", "%7F"])  # "\n": no route matches (404)
+async def test_a_mount_path_with_a_control_character_is_a_400(
+    dev: DevServer, table: str, char: str
+) -> None:
+    """A policy path cannot hold one, so such a mount could not be granted to anyone."""
+    kind = "kv" if table == "sys/mounts" else "userpass"
+    reply = await call(
+        dev.client, "POST", f"/v1/{table}/a{char}b", json_body={"type": kind}, headers=dev.auth
+    )
+    assert_error(reply, 400, "control character")
+
+
 async def test_an_invalid_path_error_does_not_quote_the_storage_key(dev: DevServer) -> None:
     reply = await call(
         dev.client, "POST", "/v1/cubbyhole/a//b", json_body={"x": 1}, headers=dev.auth
