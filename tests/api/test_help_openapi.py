@@ -429,3 +429,29 @@ def test_operation_ids_stay_unique_when_names_collide() -> None:
     validate(doc)
     assert sorted(operation_ids(doc)) == ["read-a", "read-a-2"]
     assert doc["info"]["version"] == "9.9.9"
+
+
+async def test_every_operation_declares_its_error_responses(dev: DevServer) -> None:
+    """Issue 14, item 6: so schemathesis' conformance checks test something."""
+    _, doc = await call(dev, "GET", "sys/internal/specs/openapi")
+    checked(doc)
+    schemas = doc["components"]["schemas"]
+    assert schemas["ErrorResponse"]["required"] == ["errors"]
+    error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    for url, item in doc["paths"].items():
+        for method in METHODS:
+            if method not in item:
+                continue
+            responses = item[method]["responses"]
+            for code in ("400", "403", "404", "405"):
+                assert responses[code]["content"]["application/json"]["schema"] == error_ref
+            if method in ("post", "patch", "delete"):
+                assert "409" in responses, (method, url)
+            if method == "patch":
+                assert "415" in responses, url
+    listed = doc["paths"]["/sys/policies/acl"]["get"]["responses"]["200"]
+    assert listed["content"]["application/json"]["schema"]["$ref"].endswith("/ListResponse")
+    read = doc["paths"]["/sys/mounts"]["get"]["responses"]["200"]
+    assert read["content"]["application/json"]["schema"]["$ref"].endswith("/Envelope")
+    fields = doc["components"]["schemas"]["WriteAuthTokenCreateRequest"]["properties"]
+    assert fields["num_uses"]["maximum"] == 2**63 - 1
