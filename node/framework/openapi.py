@@ -20,8 +20,10 @@ Rendering a regex follows the reference's ``expandPattern``:
 
 Every operation declares its error answers (400, 403, 404, 405; 409 for
 writes, 415 for patches) as ``{"errors": [...]}``, its 200 body as the
-response envelope (or, for a ``LIST``, the envelope with ``data.keys``), so a
-conformance checker (schemathesis, in the test suite) has something to check.
+response envelope (or, for a ``LIST``, the envelope with ``data.keys``), and
+whether it needs a token (the ``token`` security scheme, lifted on the
+unauthenticated rows), so a conformance checker (schemathesis, in the test
+suite) has something to check.
 
 ``LIST`` is documented as the reference does: a ``get`` with a ``list``
 query parameter, required when the path has no ``READ``, optional when
@@ -319,6 +321,13 @@ _OPERATION_VERBS = {
     Operation.PATCH: "patch",
     Operation.DELETE: "delete",
 }
+_SECURITY = "token"
+_TOKEN_SCHEME = {
+    "type": "apiKey",
+    "in": "header",
+    "name": "X-Vault-Token",
+    "description": "A client token (X-Service-Token and Authorization: Bearer work too).",
+}
 _ERROR_SCHEMA = "ErrorResponse"
 _LIST_SCHEMA = "ListResponse"
 _ENVELOPE_SCHEMA = "Envelope"
@@ -539,6 +548,8 @@ class DocumentBuilder:
         op["operationId"] = self._operation_id(f"{verb}-{base}")
         op["tags"] = [tag]
         op["responses"] = copy.deepcopy(dict(responses))
+        if entry.unauthenticated:
+            op["security"] = [{}]  # no token needed (one is still accepted)
         return op
 
     def _get(
@@ -621,7 +632,12 @@ class DocumentBuilder:
             },
             "tags": [{"name": tag} for tag in sorted(self.tags)],
             "paths": {url: self.paths[url] for url in sorted(self.paths)},
-            "components": {"schemas": dict(sorted({**_SHARED_SCHEMAS, **self.schemas}.items()))},
+            "components": {
+                "schemas": dict(sorted({**_SHARED_SCHEMAS, **self.schemas}.items())),
+                "securitySchemes": {_SECURITY: dict(_TOKEN_SCHEME)},
+            },
+            # Every operation needs a token unless it says otherwise.
+            "security": [{_SECURITY: []}],
         }
 
 

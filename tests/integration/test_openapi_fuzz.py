@@ -32,6 +32,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    ignored_auth,
     response_schema_conformance,
     status_code_conformance,
 )
@@ -101,6 +102,7 @@ CHECKS = [
     status_code_conformance,
     content_type_conformance,
     response_schema_conformance,
+    ignored_auth,
     errors_array,
 ]
 Callers = dict[str, dict[str, str]]
