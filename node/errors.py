@@ -106,7 +106,8 @@ class RevisionMismatchError(CofferError):
     status = 409
 
     def __init__(self, key: str, expected: int, actual: int) -> None:
-        super().__init__(f"revision check failed for {key!r}: expected {expected}, found {actual}")
+        # The key stays out of the message (it may reach a client as a 409).
+        super().__init__(f"revision check failed: expected {expected}, found {actual}")
         self.key = key
         self.expected = expected
         self.actual = actual

@@ -10,6 +10,7 @@ state.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ from node.barrier.cache import DEFAULT_CACHE_SIZE, MISS, ReadCache
 from node.barrier.keyring import Keyring
 from node.errors import SealedError, StorageError
 from node.physical.base import Check, PhysicalBackend, Put, TxnOp
+
+log = logging.getLogger("coffer.barrier")
 
 __all__ = ["KEYRING_PATH", "Barrier", "StoredValue"]
 
@@ -199,7 +202,12 @@ class Barrier:
                 raise DecryptionError("unknown key term")
             return open_with(term.cipher, key, frame)
         except DecryptionError as exc:
-            raise StorageError(f"value at {key!r} failed to decrypt") from exc
+            # The key goes to the operator's log, not to the client (it names internal ids).
+            log.error(
+                "stored value failed to decrypt",
+                extra={"event": "barrier.decrypt_failed", "storage_key": key},
+            )
+            raise StorageError("a stored value failed to decrypt") from exc
 
     async def _store_keyring(self, root_key: bytes, keyring: Keyring, expect: int) -> None:
         frame = seal_value(root_key, 0, KEYRING_PATH, keyring.serialize())

@@ -189,6 +189,8 @@ class Watcher:
             if replica is not None:
                 with contextlib.suppress(CofferError):
                     await replica.wait_for_index(replica.committed_index(), 5.0)
+            with contextlib.suppress(CofferError):  # retried on the next activation
+                await core.tokens.migrate_accessors()  # plaintext keys of older versions
             await core.expiration.start()
             log.info("became the active node", extra={"event": "cluster.active"})
         else:

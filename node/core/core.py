@@ -188,6 +188,7 @@ class Core:
         for namespace in self.namespaces.all():
             await self.policy_store(namespace.id).ensure_default()
         if self.cluster is None:
+            await self.tokens.migrate_accessors()  # plaintext accessor keys of old versions
             await self.expiration.start()  # on Raft, only the active node runs it
         self._serving = serve
         if serve and self.cluster is not None:

@@ -6,12 +6,28 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from node.durations import UNIT_SECONDS, UNITS
 from node.errors import InvalidRequestError
 
-__all__ = ["Field", "FieldData", "FieldType", "parse_duration"]
+__all__ = [
+    "INT_MAX",
+    "INT_MIN",
+    "MAX_DURATION_SECONDS",
+    "Field",
+    "FieldData",
+    "FieldType",
+    "parse_duration",
+    "to_int",
+]
+
+#: Integers are Go ``int`` (64-bit) in the reference; anything wider is refused
+#: here, once, rather than overflowing later in time arithmetic or storage.
+INT_MIN: Final = -(2**63)
+INT_MAX: Final = 2**63 - 1
+#: The longest duration a Go ``time.Duration`` holds, in seconds (~292 years).
+MAX_DURATION_SECONDS: Final = (2**63 - 1) // 10**9
 
 
 class FieldType(enum.StrEnum):
@@ -39,15 +55,46 @@ _OPENAPI_TYPES: dict[FieldType, dict[str, Any]] = {
 }
 
 
+_DEFAULT_BOUNDS: dict[FieldType, tuple[int, int]] = {
+    FieldType.INT: (INT_MIN, INT_MAX),
+    FieldType.INT_LIST: (INT_MIN, INT_MAX),
+    FieldType.DURATION: (-MAX_DURATION_SECONDS, MAX_DURATION_SECONDS),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Field:
+    """One typed request field. Numeric fields (``INT``, ``INT_LIST``,
+    ``DURATION``) are bounded: ``minimum``/``maximum`` narrow the type's
+    default range (64-bit integers; durations a Go ``time.Duration`` holds)."""
+
     type: FieldType
     description: str = ""
     default: Any = None
     required: bool = False
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def bounds(self) -> tuple[int, int] | None:
+        """The inclusive range of a numeric field, None for the other types."""
+        default = _DEFAULT_BOUNDS.get(self.type)
+        if default is None:
+            return None
+        low = default[0] if self.minimum is None else max(default[0], self.minimum)
+        high = default[1] if self.maximum is None else min(default[1], self.maximum)
+        return low, high
 
     def openapi(self) -> dict[str, Any]:
         schema = dict(_OPENAPI_TYPES[self.type])
+        bounds = self.bounds()
+        if bounds is not None and self.type is not FieldType.DURATION:
+            target = schema["items"] if self.type is FieldType.INT_LIST else schema
+            target = dict(target)
+            target["minimum"], target["maximum"] = bounds
+            if self.type is FieldType.INT_LIST:
+                schema["items"] = target
+            else:
+                schema = target
         if self.description:
             schema["description"] = self.description
         if self.default is not None:
@@ -59,7 +106,31 @@ _DURATION_PART = re.compile(rf"(\d+(?:\.\d+)?)({UNITS})")
 
 
 def parse_duration(value: Any, name: str = "value") -> int:
-    """Seconds from an integer, a numeric string, or a Go-style duration."""
+    """Seconds from an integer, a numeric string, or a Go-style duration, no
+    longer than a Go ``time.Duration`` holds (either sign)."""
+    return _bounded(_duration_seconds(value, name), name, MAX_DURATION_SECONDS, "s")
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message, cut short (a 400 should not echo a megabyte)."""
+    text = repr(value)
+    return text if len(text) <= 64 else text[:60] + "..."
+
+
+def _bounded(number: int, name: str, limit: int, unit: str = "") -> int:
+    if not -limit <= number <= limit:
+        raise InvalidRequestError(f"{name}: out of range (at most {limit}{unit} either way)")
+    return number
+
+
+def _check_range(number: int, name: str, bounds: tuple[int, int]) -> int:
+    low, high = bounds
+    if not low <= number <= high:
+        raise InvalidRequestError(f"{name}: out of range (must be between {low} and {high})")
+    return number
+
+
+def _duration_seconds(value: Any, name: str) -> int:
     if isinstance(value, bool):
         raise InvalidRequestError(f"{name}: expected a duration, got a boolean")
     if isinstance(value, int):
@@ -79,7 +150,13 @@ def parse_duration(value: Any, name: str = "value") -> int:
         except (ValueError, OverflowError):
             # too many digits for int(), or a float that overflowed to infinity
             pass
-    raise InvalidRequestError(f"{name}: invalid duration {value!r}")
+    raise InvalidRequestError(f"{name}: invalid duration {_shown(value)}")
+
+
+def to_int(value: Any, name: str, bounds: tuple[int, int] = (INT_MIN, INT_MAX)) -> int:
+    """An integer from a JSON number or a numeric string, within ``bounds`` (a 400 naming
+    ``name`` otherwise): the one conversion every integer input goes through."""
+    return _check_range(_to_int(value, name), name, bounds)
 
 
 def _to_int(value: Any, name: str) -> int:
@@ -94,7 +171,7 @@ def _to_int(value: Any, name: str) -> int:
             return int(value)
         except ValueError:  # more digits than int() converts
             pass
-    raise InvalidRequestError(f"{name}: expected an integer, got {value!r}")
+    raise InvalidRequestError(f"{name}: expected an integer, got {_shown(value)}")
 
 
 def _to_bool(value: Any, name: str) -> bool:
@@ -106,7 +183,7 @@ def _to_bool(value: Any, name: str) -> bool:
         return False
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
-    raise InvalidRequestError(f"{name}: expected a boolean, got {value!r}")
+    raise InvalidRequestError(f"{name}: expected a boolean, got {_shown(value)}")
 
 
 def _to_string_list(value: Any, name: str, comma: bool) -> list[str]:
@@ -116,7 +193,13 @@ def _to_string_list(value: Any, name: str, comma: bool) -> list[str]:
         return [part.strip() for part in value.split(",") if part.strip()]
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return [item.strip() for item in value] if comma else list(value)
-    raise InvalidRequestError(f"{name}: expected a list of strings, got {value!r}")
+    raise InvalidRequestError(f"{name}: expected a list of strings, got {_shown(value)}")
+
+
+def _bounds(field: Field) -> tuple[int, int]:
+    bounds = field.bounds()
+    assert bounds is not None  # only called for numeric fields
+    return bounds
 
 
 def convert(field: Field, value: Any, name: str) -> Any:
@@ -127,17 +210,17 @@ def convert(field: Field, value: Any, name: str) -> Any:
                 return value
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return str(value)
-            raise InvalidRequestError(f"{name}: expected a string, got {value!r}")
+            raise InvalidRequestError(f"{name}: expected a string, got {_shown(value)}")
         case FieldType.INT:
-            return _to_int(value, name)
+            return to_int(value, name, _bounds(field))
         case FieldType.BOOL:
             return _to_bool(value, name)
         case FieldType.DURATION:
-            return parse_duration(value, name)
+            return _check_range(parse_duration(value, name), name, _bounds(field))
         case FieldType.MAP:
             if isinstance(value, dict):
                 return value
-            raise InvalidRequestError(f"{name}: expected an object, got {value!r}")
+            raise InvalidRequestError(f"{name}: expected an object, got {_shown(value)}")
         case FieldType.STRING_LIST:
             return _to_string_list(value, name, comma=False)
         case FieldType.COMMA_STRING_LIST:
@@ -146,7 +229,7 @@ def convert(field: Field, value: Any, name: str) -> Any:
             items = value.split(",") if isinstance(value, str) else value
             if not isinstance(items, list):
                 items = [items]
-            return [_to_int(item, name) for item in items if item != ""]
+            return [to_int(item, name, _bounds(field)) for item in items if item != ""]
         case _:
             return value
 

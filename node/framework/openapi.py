@@ -18,6 +18,13 @@ Rendering a regex follows the reference's ``expandPattern``:
   description quotes the regex, so the row is still documented and the
   document still validates.
 
+Every operation declares its error answers (400, 403, 404, 405; 409 for
+writes, 415 for patches) as ``{"errors": [...]}``, its 200 body as the
+response envelope (or, for a ``LIST``, the envelope with ``data.keys``), and
+whether it needs a token (the ``token`` security scheme, lifted on the
+unauthenticated rows), so a conformance checker (schemathesis, in the test
+suite) has something to check.
+
 ``LIST`` is documented as the reference does: a ``get`` with a ``list``
 query parameter, required when the path has no ``READ``, optional when
 ``get`` also reads.
@@ -25,6 +32,7 @@ query parameter, required when the path has no ``READ``, optional when
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 from collections.abc import Mapping
@@ -313,11 +321,90 @@ _OPERATION_VERBS = {
     Operation.PATCH: "patch",
     Operation.DELETE: "delete",
 }
-_WRITE_RESPONSES = {
-    "200": {"description": "OK"},
-    "204": {"description": "Success, no body"},
+_SECURITY = "token"
+_TOKEN_SCHEME = {
+    "type": "apiKey",
+    "in": "header",
+    "name": "X-Vault-Token",
+    "description": "A client token (X-Service-Token and Authorization: Bearer work too).",
 }
-_READ_RESPONSES = {"200": {"description": "OK"}}
+_ERROR_SCHEMA = "ErrorResponse"
+_LIST_SCHEMA = "ListResponse"
+_ENVELOPE_SCHEMA = "Envelope"
+_JSON = "application/json"
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+#: Every error the API answers is ``{"errors": [...]}`` (the HTTP layer's own 4xx too).
+_SHARED_SCHEMAS: dict[str, Any] = {
+    _ERROR_SCHEMA: {
+        "type": "object",
+        "description": "An error: one message per problem.",
+        "properties": {"errors": {"type": "array", "items": {"type": "string"}}},
+        "required": ["errors"],
+    },
+    _ENVELOPE_SCHEMA: {
+        "type": "object",
+        "description": (
+            "The response envelope. A few system paths answer a bare document instead "
+            "(the OpenAPI document, generate-root status, metrics), so no key is required."
+        ),
+        "properties": {
+            "request_id": {"type": "string"},
+            "lease_id": {"type": "string"},
+            "renewable": {"type": "boolean"},
+            "lease_duration": {"type": "integer"},
+            "data": {"type": "object", "nullable": True},
+            "wrap_info": {"type": "object", "nullable": True},
+            "warnings": {"type": "array", "items": {"type": "string"}, "nullable": True},
+            "auth": {"type": "object", "nullable": True},
+        },
+    },
+    _LIST_SCHEMA: {
+        "type": "object",
+        "description": "The response envelope of a LIST: the names found under the path.",
+        "properties": {
+            "data": {
+                "type": "object",
+                "properties": {"keys": {"type": "array", "items": {"type": "string"}}},
+                "required": ["keys"],
+            },
+        },
+        "required": ["data"],
+    },
+}
+_ERRORS = {
+    "400": "Invalid request: a parameter is missing, malformed or out of range",
+    "403": "Permission denied: no token, an invalid token, or no capability on the path",
+    "404": "Nothing at this path",
+    "405": "The path does not support this operation",
+}
+#: Writes can also meet a state that forbids them (a namespace that still has children).
+_WRITE_ERRORS = {**_ERRORS, "409": "The target's state forbids the change"}
+_PATCH_ERRORS = {"415": "The body is not sent as application/merge-patch+json"}
+
+
+def _error_responses(errors: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        code: {"description": text, "content": {_JSON: {"schema": _ref(_ERROR_SCHEMA)}}}
+        for code, text in errors.items()
+    }
+
+
+_OK = {"description": "OK", "content": {_JSON: {"schema": _ref(_ENVELOPE_SCHEMA)}}}
+_WRITE_RESPONSES = {
+    "200": _OK,
+    "204": {"description": "Success, no body"},
+    **_error_responses(_WRITE_ERRORS),
+}
+_READ_RESPONSES = {"200": _OK, **_error_responses(_ERRORS)}
+_LIST_RESPONSES = {
+    "200": {"description": "The keys found", "content": {_JSON: {"schema": _ref(_LIST_SCHEMA)}}},
+    **_error_responses(_ERRORS),
+}
 #: Query parameters the HTTP layer consumes itself; never documented as fields.
 _RESERVED_QUERY = frozenset({"list", "help"})
 
@@ -425,6 +512,7 @@ class DocumentBuilder:
             item["patch"] = self._write(
                 entry, "patch", base, tag, body_fields, "application/merge-patch+json"
             )
+            item["patch"]["responses"].update(_error_responses(_PATCH_ERRORS))
         if Operation.DELETE in operations and "delete" not in item:
             op = self._operation(entry, "delete", base, tag, _WRITE_RESPONSES)
             if not writes and body_fields:
@@ -459,7 +547,9 @@ class DocumentBuilder:
             op["summary"] = entry.summary
         op["operationId"] = self._operation_id(f"{verb}-{base}")
         op["tags"] = [tag]
-        op["responses"] = {code: dict(value) for code, value in responses.items()}
+        op["responses"] = copy.deepcopy(dict(responses))
+        if entry.unauthenticated:
+            op["security"] = [{}]  # no token needed (one is still accepted)
         return op
 
     def _get(
@@ -471,7 +561,8 @@ class DocumentBuilder:
         query_fields: Mapping[str, Field],
     ) -> dict[str, Any]:
         reads = Operation.READ in operations
-        op = self._operation(entry, "read" if reads else "list", base, tag, _READ_RESPONSES)
+        responses = _READ_RESPONSES if reads else _LIST_RESPONSES
+        op = self._operation(entry, "read" if reads else "list", base, tag, responses)
         parameters = _query_parameters(query_fields)
         if Operation.LIST in operations:
             list_parameter: dict[str, Any] = {
@@ -541,7 +632,12 @@ class DocumentBuilder:
             },
             "tags": [{"name": tag} for tag in sorted(self.tags)],
             "paths": {url: self.paths[url] for url in sorted(self.paths)},
-            "components": {"schemas": dict(sorted(self.schemas.items()))},
+            "components": {
+                "schemas": dict(sorted({**_SHARED_SCHEMAS, **self.schemas}.items())),
+                "securitySchemes": {_SECURITY: dict(_TOKEN_SCHEME)},
+            },
+            # Every operation needs a token unless it says otherwise.
+            "security": [{_SECURITY: []}],
         }
 
 

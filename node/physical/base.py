@@ -91,13 +91,17 @@ class PhysicalBackend(Protocol):
 
 
 def validate_key(key: str) -> None:
-    """Reject keys that cannot round-trip through every backend."""
+    """Reject keys that cannot round-trip through every backend.
+
+    The message never quotes the key: it holds internal ids (a mount's UUID, a
+    token's cubbyhole id) that the caller's path does not reveal.
+    """
     if not key or key.startswith("/") or key.endswith("/") or "//" in key:
-        raise InvalidRequestError(f"invalid storage key {key!r}")
+        raise InvalidRequestError("invalid path: empty segment or leading or trailing '/'")
     if any(part in (".", "..") for part in key.split("/")):
-        raise InvalidRequestError(f"invalid storage key {key!r}")
+        raise InvalidRequestError("invalid path: '.' or '..' segment")
     if "\x00" in key:
-        raise InvalidRequestError("storage keys may not contain NUL")
+        raise InvalidRequestError("invalid path: contains NUL")
 
 
 def children_of(prefix: str, keys: Iterable[str]) -> list[str]:

@@ -48,6 +48,9 @@ _RULE_KEYS = frozenset(
 )
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 class _Pairs(list[tuple[Any, Any]]):
     """An HCL/JSON object as ordered (key, value) pairs, repeats kept."""
 
@@ -78,6 +81,9 @@ def _load(text: str) -> Any:
             return _parser.parse(text)
         except ValueError as exc:
             raise _Fail(_locate(text, str(exc))) from exc
+        except ArithmeticError as exc:
+            # pyhcl evaluates arithmetic (``x = 1/0``, ``2.0 * 1e308``) while parsing.
+            raise _Fail(f"invalid arithmetic: {exc}") from exc
 
 
 _PARSER_ERROR = re.compile(r"Line (\d+), column (\d+): (.*)", re.DOTALL)
@@ -188,6 +194,9 @@ def _parse_rule(pattern: str, body: Any) -> PathRule:
 
 def _validate_pattern(pattern: str) -> tuple[str, bool]:
     path = pattern[1:] if pattern.startswith("/") else pattern
+    if _CONTROL.search(path):
+        # No request path can hold one (and a NUL cannot be a storage key).
+        raise _Fail("path must not contain control characters")
     if "+*" in path:
         raise _Fail('invalid use of wildcards ("+*" is forbidden)')
     if "*" in path[:-1]:

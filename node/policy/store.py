@@ -59,6 +59,8 @@ def normalize_name(name: str) -> str:
         raise InvalidRequestError("policy name must not be empty")
     if normalized.startswith("/") or normalized.endswith("/"):
         raise InvalidRequestError(f'invalid policy name "{name}": must not start or end with "/"')
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in normalized):
+        raise InvalidRequestError("invalid policy name: contains a control character")
     if any(part in ("", "..") for part in normalized.split("/")):
         raise InvalidRequestError(f'invalid policy name "{name}": empty or ".." segment')
     return normalized

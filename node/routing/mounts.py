@@ -100,4 +100,7 @@ def normalise_path(path: str) -> str:
         raise InvalidRequestError("mount path must not be empty")
     if any(part in ("", ".", "..") for part in path.split("/")):
         raise InvalidRequestError(f"invalid mount path {path!r}")
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in path):
+        # A policy path cannot name it (node/policy/parser.py refuses control characters).
+        raise InvalidRequestError("invalid mount path: contains a control character")
     return path + "/"

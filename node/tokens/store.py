@@ -1,7 +1,10 @@
 """Token persistence: salted-hash keys, accessors, the parent/child tree.
 
 Layout under the store's view: ``salt``; ``id/<key>`` (the entry, where
-key = HMAC-SHA256(salt, token ID)); ``accessor/<accessor>`` → key;
+key = HMAC-SHA256(salt, token ID)); ``accessor/<salted accessor>`` →
+``{key, accessor}`` (salted as the reference does, so no accessor is a
+storage key or a file name in plaintext; ``accessor/<accessor>`` written by
+older versions is still read, and rewritten by ``migrate_accessors``);
 ``parent/<parent key>/<child key>`` (index of children, so revoking a parent
 finds them without a scan). Token roles live beside it, per namespace
 (``node.auth.token.roles``).
@@ -88,6 +91,10 @@ class TokenStore:
         self._keys[token_id] = key
         return key
 
+    async def _accessor_key(self, accessor: str) -> str:
+        salted = hmac.digest(await self._salt_bytes(), b"accessor:" + accessor.encode(), "sha256")
+        return f"accessor/{salted.hex()}"
+
     def forget_cached_salt(self) -> None:
         """Drop in-memory key material and decoded entries when the barrier seals."""
         self._salt = None
@@ -116,7 +123,11 @@ class TokenStore:
         )
         ops: list[TxnOp] = [
             Put(f"id/{key}", _encode(entry.to_json()), expect=0),
-            Put(f"accessor/{entry.accessor}", _encode({"key": key}), expect=0),
+            Put(
+                await self._accessor_key(entry.accessor),
+                _encode({"key": key, "accessor": entry.accessor}),
+                expect=0,
+            ),
         ]
         if entry.parent:
             ops.append(Put(f"parent/{entry.parent}/{key}", b"{}"))
@@ -173,14 +184,36 @@ class TokenStore:
     async def lookup_accessor(self, accessor: str) -> TokenEntry | None:
         if not accessor or "/" in accessor:
             return None
-        pointer = await self._view.get_json(f"accessor/{accessor}")
+        pointer = await self._view.get_json(await self._accessor_key(accessor))
+        if pointer is None:  # written before accessors were salted
+            pointer = await self._view.get_json(f"accessor/{accessor}")
         entry = await self.get_by_key(pointer["key"]) if pointer else None
         if entry is None or entry.expired() or entry.num_uses < 0:
             return None
         return entry
 
     async def list_accessors(self) -> list[str]:
-        return await self._view.list("accessor/")
+        found = []
+        for name in await self._view.list("accessor/"):
+            pointer = await self._view.get_json(f"accessor/{name}")
+            if pointer is not None:
+                found.append(str(pointer.get("accessor") or name))
+        return sorted(found)
+
+    async def migrate_accessors(self) -> int:
+        """Rewrite plaintext ``accessor/<accessor>`` keys (older versions) under their
+        salted names; returns how many. Idempotent, so a crash half-way is harmless."""
+        moved = 0
+        for name in await self._view.list("accessor/"):
+            pointer = await self._view.get_json(f"accessor/{name}")
+            if pointer is None or "accessor" in pointer:
+                continue  # already salted
+            salted = {"key": pointer["key"], "accessor": name}
+            await self._view.commit(
+                [Put(await self._accessor_key(name), _encode(salted)), Delete(f"accessor/{name}")]
+            )
+            moved += 1
+        return moved
 
     async def accessor_namespace(self, accessor: str) -> str | None:
         """The namespace id of the token behind an accessor, whatever its expiry (None: gone)."""
@@ -260,7 +293,12 @@ class TokenStore:
             return
         for hook in self.on_revoke:
             await hook(entry)
-        ops: list[TxnOp] = [Delete(f"id/{entry.key}"), Delete(f"accessor/{entry.accessor}")]
+        ops: list[TxnOp] = [
+            Delete(f"id/{entry.key}"),
+            Delete(await self._accessor_key(entry.accessor)),
+        ]
+        if "/" not in entry.accessor:  # a plaintext key an older version may have left
+            ops.append(Delete(f"accessor/{entry.accessor}"))
         if entry.parent:
             ops.append(Delete(f"parent/{entry.parent}/{entry.key}"))
         await self._view.commit(ops)

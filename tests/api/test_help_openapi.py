@@ -201,8 +201,8 @@ async def test_help_on_a_path_deeper_than_its_template(dev: DevServer) -> None:
 # -- sys/internal/specs/openapi --------------------------------------------------------
 
 
-async def test_openapi_document_without_a_token(dev: DevServer) -> None:
-    status, doc = await call(dev, "GET", "sys/internal/specs/openapi", token=None)
+async def test_openapi_document_for_root(dev: DevServer) -> None:
+    status, doc = await call(dev, "GET", "sys/internal/specs/openapi")
     assert status == 200, doc
     checked(doc)
     assert doc["info"]["license"] == {"name": "Mozilla Public License 2.0"}
@@ -245,9 +245,7 @@ async def test_openapi_document_is_bare_json_not_an_envelope(dev: DevServer) -> 
 
 
 async def test_openapi_generic_mount_paths(dev: DevServer) -> None:
-    status, doc = await call(
-        dev, "GET", "sys/internal/specs/openapi?generic_mount_paths=true", token=None
-    )
+    status, doc = await call(dev, "GET", "sys/internal/specs/openapi?generic_mount_paths=true")
     assert status == 200, doc
     checked(doc)
     paths = doc["paths"]
@@ -263,9 +261,7 @@ async def test_openapi_generic_mount_paths(dev: DevServer) -> None:
     assert mount_param["in"] == "path" and mount_param["required"] is True
     assert mount_param["schema"]["default"] == "secret"
 
-    status, plain = await call(
-        dev, "GET", "sys/internal/specs/openapi?generic_mount_paths=false", token=None
-    )
+    status, plain = await call(dev, "GET", "sys/internal/specs/openapi?generic_mount_paths=false")
     assert status == 200
     assert "/secret/data/{path}" in plain["paths"]
 
@@ -273,7 +269,7 @@ async def test_openapi_generic_mount_paths(dev: DevServer) -> None:
 async def test_openapi_document_follows_the_mount_table(dev: DevServer) -> None:
     status, body = await call(dev, "POST", "sys/mounts/team-kv", {"type": "kv"})
     assert status == 204, body
-    _, doc = await call(dev, "GET", "sys/internal/specs/openapi", token=None)
+    _, doc = await call(dev, "GET", "sys/internal/specs/openapi")
     checked(doc)
     assert "/team-kv/{path}" in doc["paths"]
     assert {"get", "post", "delete"} <= methods(doc, "/team-kv/{path}")
@@ -303,8 +299,33 @@ async def test_openapi_document_filtered_by_the_token_acl(dev: DevServer) -> Non
     # The default policy (added to every token) grants lookup-self.
     assert "/auth/token/lookup-self" in paths
 
-    _, full = await call(dev, "GET", "sys/internal/specs/openapi", token=None)
+    _, full = await call(dev, "GET", "sys/internal/specs/openapi")
     assert paths < set(full["paths"])
+
+
+async def test_openapi_document_without_a_token_names_no_mount(dev: DevServer) -> None:
+    """An anonymous caller learns no mount path (issue 14, item 7): only the public
+    rows of ``sys/`` and the mounts listed with ``listing_visibility = "unauth"``."""
+    for body in (
+        {"type": "kv"},
+        {"type": "kv", "config": {"listing_visibility": "hidden"}},
+    ):
+        status, reply = await call(dev, "POST", f"sys/mounts/team-{len(body)}-kv", body)
+        assert status == 204, reply
+    for token in (None, "not-a-token"):
+        status, doc = await call(dev, "GET", "sys/internal/specs/openapi", token=token)
+        assert status == 200, doc
+        checked(doc)
+        paths = set(doc["paths"])
+        assert {"/sys/internal/specs/openapi", "/sys/generate-root/attempt"} <= paths
+        assert "/sys/mounts" not in paths and "/sys/policies/acl" not in paths
+        leaked = [p for p in paths if "secret" in p or "team" in p or "cubbyhole" in p]
+        assert leaked == [], leaked
+        assert not any(p.startswith("/auth/token/") for p in paths)
+        generic = await call(
+            dev, "GET", "sys/internal/specs/openapi?generic_mount_paths=true", token=token
+        )
+        assert not any("kv_mount_path" in p for p in generic[1]["paths"])
 
 
 # -- rendering and building, without HTTP -------------------------------------------------
@@ -408,3 +429,29 @@ def test_operation_ids_stay_unique_when_names_collide() -> None:
     validate(doc)
     assert sorted(operation_ids(doc)) == ["read-a", "read-a-2"]
     assert doc["info"]["version"] == "9.9.9"
+
+
+async def test_every_operation_declares_its_error_responses(dev: DevServer) -> None:
+    """Issue 14, item 6: so schemathesis' conformance checks test something."""
+    _, doc = await call(dev, "GET", "sys/internal/specs/openapi")
+    checked(doc)
+    schemas = doc["components"]["schemas"]
+    assert schemas["ErrorResponse"]["required"] == ["errors"]
+    error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    for url, item in doc["paths"].items():
+        for method in METHODS:
+            if method not in item:
+                continue
+            responses = item[method]["responses"]
+            for code in ("400", "403", "404", "405"):
+                assert responses[code]["content"]["application/json"]["schema"] == error_ref
+            if method in ("post", "patch", "delete"):
+                assert "409" in responses, (method, url)
+            if method == "patch":
+                assert "415" in responses, url
+    listed = doc["paths"]["/sys/policies/acl"]["get"]["responses"]["200"]
+    assert listed["content"]["application/json"]["schema"]["$ref"].endswith("/ListResponse")
+    read = doc["paths"]["/sys/mounts"]["get"]["responses"]["200"]
+    assert read["content"]["application/json"]["schema"]["$ref"].endswith("/Envelope")
+    fields = doc["components"]["schemas"]["WriteAuthTokenCreateRequest"]["properties"]
+    assert fields["num_uses"]["maximum"] == 2**63 - 1

@@ -98,14 +98,14 @@ async def test_versions_increase_and_old_versions_read(kv: Kv) -> None:
     assert (await kv.read("v", version="0")).data["data"] == {"n": 4}
 
 
-@pytest.mark.parametrize("version", ["99", "5", str(2**70)])
+@pytest.mark.parametrize("version", ["99", "5", str(2**63 - 1)])
 async def test_read_missing_version_is_404(kv: Kv, version: str) -> None:
     await kv.write("v", {"n": 1})
 
     assert_error(await kv.read("v", version=version), 404)
 
 
-@pytest.mark.parametrize("version", ["abc", "1.5", "1e2", "-1", "9" * 5000])
+@pytest.mark.parametrize("version", ["abc", "1.5", "1e2", "-1", "9" * 5000, str(2**70)])
 async def test_read_bad_version_is_400(kv: Kv, version: str) -> None:
     await kv.write("v", {"n": 1})
 

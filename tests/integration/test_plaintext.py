@@ -78,6 +78,12 @@ def test_no_plaintext_on_disk_or_in_logs(coffer: CofferFactory, tmp_path: Path) 
         server.kv_put(root, name, data)
         server.kv_put(root, name, data)  # a second version of each
     assert server.request("PUT", "/v1/sys/rotate", token=root).status in (200, 204)
+    # Accessors are salted at rest too (issue 14, item 7): no file is named after one.
+    made = server.request("POST", "/v1/auth/token/create", {}, token=root)
+    assert made.status == 200, made
+    accessors = {"child accessor": made.json["auth"]["accessor"].encode()}
+    looked = server.request("GET", "/v1/auth/token/lookup-self", token=root)
+    accessors["root accessor"] = looked.json["data"]["accessor"].encode()
     server.kv_put(root, "plain/after-rotate", {"v": marker})
     for name, data in secrets_written.items():
         assert server.kv_get(root, name) == data
@@ -131,6 +137,7 @@ def test_no_plaintext_on_disk_or_in_logs(coffer: CofferFactory, tmp_path: Path) 
     on_disk = leaks(haystacks, {**value_secrets, **key_secrets})
     quoted = {"marker url-quoted": quote(marker, safe="").encode()}
     on_disk += leaks(names, quoted)
+    on_disk += leaks(haystacks, accessors)
     assert not on_disk, on_disk
 
     # -- the logs -------------------------------------------------------------------

@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 
 from node.errors import InvalidRequestError
-from node.framework.fields import Field, FieldData, FieldType, parse_duration
+from node.framework.fields import (
+    MAX_DURATION_SECONDS,
+    Field,
+    FieldData,
+    FieldType,
+    convert,
+    parse_duration,
+)
 
 # -- parse_duration -------------------------------------------------------------------
 
@@ -257,4 +264,40 @@ def test_openapi_schema() -> None:
         "description": "lease TTL",
         "default": "1h",
     }
-    assert Field(FieldType.INT_LIST).openapi() == {"type": "array", "items": {"type": "integer"}}
+    assert Field(FieldType.INT_LIST).openapi() == {
+        "type": "array",
+        "items": {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
+    }
+    assert Field(FieldType.INT, minimum=0, maximum=5).openapi() == {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 5,
+    }
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        (Field(FieldType.INT), 1e300),
+        (Field(FieldType.INT), 2**63),
+        (Field(FieldType.INT), -(2**63) - 1),
+        (Field(FieldType.INT, minimum=0), -1),
+        (Field(FieldType.INT, maximum=10), "11"),
+        (Field(FieldType.INT_LIST), [1, 2**64]),
+        (Field(FieldType.DURATION), 1e300),
+        (Field(FieldType.DURATION), "9" * 30 + "h"),
+        (Field(FieldType.DURATION), "9" * 400 + "h"),
+        (Field(FieldType.DURATION), -(2**40)),
+    ],
+)
+def test_numbers_out_of_range_are_refused_naming_the_field(field: Field, value: object) -> None:
+    with pytest.raises(InvalidRequestError, match=r"^num: ") as caught:
+        convert(field, value, "num")
+    assert len(str(caught.value)) < 200  # a huge input is not echoed whole
+
+
+def test_the_bounds_themselves_are_accepted() -> None:
+    assert convert(Field(FieldType.INT), 2**63 - 1, "n") == 2**63 - 1
+    assert convert(Field(FieldType.INT), -(2**63), "n") == -(2**63)
+    assert convert(Field(FieldType.DURATION), MAX_DURATION_SECONDS, "n") == MAX_DURATION_SECONDS
+    assert parse_duration(f"{MAX_DURATION_SECONDS}s") == MAX_DURATION_SECONDS

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from node.errors import StorageError
-from node.physical.base import Delete, Entry, Put
+from node.errors import InvalidRequestError, StorageError
+from node.physical.base import Delete, Entry, Put, validate_key
 from node.physical.file import FileBackend
 
 
@@ -369,3 +369,14 @@ async def test_key_files_hold_revision_then_value(backend: FileBackend, store_pa
     assert len(files) == 1
     assert files[0].read_bytes() == revision.to_bytes(8, "big") + b"payload"
     assert b"payload" not in (store_path / "lock").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "key", ["logical/uuid-1234/a//b", "logical/uuid-1234/../b", "logical/uuid-1234/a\x00"]
+)
+def test_an_invalid_key_is_refused_without_quoting_it(key: str) -> None:
+    """The key holds internal ids (issue 14, item 7): the 400 says what is wrong, not where."""
+    with pytest.raises(InvalidRequestError) as caught:
+        validate_key(key)
+    assert "uuid-1234" not in str(caught.value)
+    assert str(caught.value).startswith("invalid path")

@@ -10,6 +10,7 @@ from node.engines.kv.store import Abort, KVStore
 from node.engines.kv.transform import merge_patch, subkeys
 from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
+from node.framework.fields import to_int
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.physical.base import Delete, Put, TxnOp
@@ -42,13 +43,10 @@ def _cas(data: FieldData) -> int | None:
     raw = (data.get("options") or {}).get("cas")
     if raw is None:
         return None
-    if isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        return int(raw.strip())
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    raise InvalidRequestError("error parsing check-and-set parameter")
+    try:
+        return to_int(raw, "options.cas")
+    except InvalidRequestError:
+        raise InvalidRequestError("error parsing check-and-set parameter") from None
 
 
 def _check_cas(cas: int | None, config: MountConfig, meta: KeyMetadata) -> None:

@@ -10,11 +10,11 @@ paths; the first mount (in route order) describes them.
 
 Who sees what (the reference lets the ACL decide which paths appear):
 
-* **No token, or one that does not resolve**: the whole document. The path
-  is unauthenticated (as in the reference) and the document holds no
-  secret values, only the shape of the API and the mount paths. This is a
-  deliberate departure: the reference shows an unauthenticated caller only
-  the mounts whose ``listing_visibility`` is ``unauth``.
+* **No token, or one that does not resolve**: what is public anyway, so
+  the document reveals no mount or namespace: the unauthenticated rows of
+  ``sys/`` (health, seal status, init, ...) and, as in the reference, the
+  mounts whose ``listing_visibility`` is ``unauth`` (typically login
+  methods meant to be discovered).
 * **Root token**: the whole document.
 * **Any other valid token**: rows marked unauthenticated, plus the rows
   on which the token's ACL grants some capability on at least one path the
@@ -93,6 +93,7 @@ def internal_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
             acl = await core.access.acl_for(caller)
             if acl.is_root:
                 acl = None
+        anonymous = caller is None
         generic = bool(data.get("generic_mount_paths"))
         builder = DocumentBuilder(VERSION)
         mounts = [m for m in core.router.entries() if m.namespace_id == namespace.id]
@@ -100,6 +101,9 @@ def internal_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
             route = core.router.match(mount.route_path)
             if route is None or not isinstance(route.backend, FrameworkBackend):
                 continue
+            listed = mount.config.get("listing_visibility") == "unauth"
+            if anonymous and not listed and mount.type != "system":
+                continue  # its path alone would tell an anonymous caller it exists
             prefix = mount.route_path  # absolute, for ACL probes
             url_prefix = prefix[len(namespace.path) :]  # the document is namespace-relative
             extra: dict[str, dict[str, Any]] = {}
@@ -112,7 +116,10 @@ def internal_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
                 }
             for entry in route.backend.paths:
                 for template in render_pattern(entry.pattern):
-                    hidden = acl is not None and not reachable(acl, prefix, template)
+                    if anonymous:
+                        hidden = not listed
+                    else:
+                        hidden = acl is not None and not reachable(acl, prefix, template)
                     if hidden and not entry.unauthenticated:
                         continue
                     builder.add(
