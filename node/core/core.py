@@ -37,13 +37,13 @@ from node.seal.shamir_seal import ShamirSeal
 from node.tokens.entry import TokenEntry
 from node.tokens.expiration import ExpirationManager
 from node.tokens.store import TokenStore
+from node.version import VERSION
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster
 
 __all__ = ["VERSION", "Core", "CoreSettings", "InitOutput"]
 
-VERSION = "0.1.0"
 log = logging.getLogger("coffer.core")
 
 
