@@ -116,6 +116,11 @@ class Core:
         and during ``initialize``, which unseals only to write the first state."""
         return self.barrier.sealed or not self._serving
 
+    @property
+    def is_standby(self) -> bool:
+        """Whether requests here are read-only: a cluster node that is not the active node."""
+        return self.cluster is not None and not self.cluster.is_active()
+
     async def initialized(self) -> bool:
         return await self.lifecycle.initialized()
 
