@@ -77,3 +77,16 @@ def test_the_engine_writes_on_the_active_node_itself(cluster: Cluster) -> None:
         "count": before + 1,
         "served_by": active.name,
     }
+
+
+def test_a_standby_still_seals_itself(cluster: Cluster) -> None:
+    """``sys/seal`` is node-local and runs through the read-only pipeline on a
+    standby: it writes nothing, so it seals that node, not the active one."""
+    active = cluster.active()
+    standby = cluster.standbys()[0]
+    reply = standby.request("PUT", "/v1/sys/seal", token=cluster.root_token)
+    assert reply.status == 204, reply
+    assert cluster.sealed(standby)
+    assert active.health() == 200
+    cluster.unseal(standby)
+    cluster.wait_roles()
