@@ -376,7 +376,10 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     if not request.path.startswith("/v1/") or _LOCAL.match(request.path) or core.sealed:
         return await handler(request)
     if cluster.is_active():
-        return await _serve_as_active(request, handler, cluster)
+        try:
+            return await _serve_as_active(request, handler, cluster)
+        except PleaseForwardError:
+            pass  # lost leadership while handling it, nothing applied: go on as a standby
     state = await cluster.state()
     if state.active:  # became active in between
         return await _serve_as_active(request, handler, cluster)
