@@ -23,6 +23,10 @@ body come back unchanged.
 * **Staleness.** A performance standby that lost the leader or lags it past
   its bounds (``node.cluster.staleness``) forwards its reads, or answers 503
   "not caught up" when there is no active node to forward to.
+* **Writes found late.** A performance standby's core handles a request
+  read-only (``node.barrier.readonly``); a handler that writes after all
+  raises ``PleaseForwardError`` with nothing applied here, and the request is
+  forwarded like any write (the standby then waits for the reply's index).
 * **No forwarding.** With ``X-Service-No-Request-Forwarding`` (or the Vault
   header) a standby answers 307 to the active node instead; with no known
   active node it answers 503 "no active node".
@@ -55,7 +59,12 @@ from api.outbound import bounded_request
 from api.tls import client_context, valid_ca_pem
 from api.translate import client_token, header, remember_body
 from node.cluster.cluster import Cluster
-from node.cluster.errors import IndexNotReachedError, NoActiveNodeError, NotCaughtUpError
+from node.cluster.errors import (
+    IndexNotReachedError,
+    NoActiveNodeError,
+    NotCaughtUpError,
+    PleaseForwardError,
+)
 from node.cluster.relay import Relayed, RelayRefusedError, body_digest, sign_relayed
 from node.cluster.role import HAState
 from node.core.core import Core
@@ -197,9 +206,10 @@ class Forwarder:
             self._session = None
 
     async def forward(
-        self, request: web.Request, cluster: Cluster, state: HAState
+        self, request: web.Request, cluster: Cluster, state: HAState, *, writes: bool = False
     ) -> web.StreamResponse:
-        """Relay ``request`` to the active node (retrying only what was never sent)."""
+        """Relay ``request`` to the active node (retrying only what was never sent);
+        ``writes``: a read whose handler writes, so read-your-writes applies too."""
         body = await request.read()
         relayed = await relayed_fields(request, request.remote or "", body)
         key = cluster.forward_key
@@ -219,7 +229,7 @@ class Forwarder:
                     if reply.headers.get(NOT_ACTIVE) and attempt < _ATTEMPTS - 1:
                         state = await _next_state(cluster, state)
                         continue
-                    if request.method not in _READ_METHODS:
+                    if writes or request.method not in _READ_METHODS:
                         await _catch_up(cluster, reply.headers.get(INDEX_HEADER, ""))
                     back = {k: v for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP}
                     return web.Response(status=reply.status, body=payload, headers=back)
@@ -366,7 +376,10 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     if not request.path.startswith("/v1/") or _LOCAL.match(request.path) or core.sealed:
         return await handler(request)
     if cluster.is_active():
-        return await _serve_as_active(request, handler, cluster)
+        try:
+            return await _serve_as_active(request, handler, cluster)
+        except PleaseForwardError:
+            pass  # lost leadership while handling it, nothing applied: go on as a standby
     state = await cluster.state()
     if state.active:  # became active in between
         return await _serve_as_active(request, handler, cluster)
@@ -375,6 +388,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         reply = error_response(503, ["this node is not the active node"])
         reply.headers[NOT_ACTIVE] = "1"
         return reply
+    writes = False
     if (
         state.performance_standby
         and state.caught_up
@@ -383,11 +397,14 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     ):
         if not state.stale:
             if await local_read_allowed(request, cluster):
-                return await handler(request)
+                try:
+                    return await handler(request)
+                except PleaseForwardError:
+                    writes = True  # refused here, nothing applied: the active node answers
         elif not state.leader_api_addr:
             raise NotCaughtUpError(state.stale)
     if not state.leader_api_addr:
         raise NoActiveNodeError()
     if header(request, "No-Request-Forwarding"):
         return redirect(request, state)
-    return await request.app[FORWARDER].forward(request, cluster, state)
+    return await request.app[FORWARDER].forward(request, cluster, state, writes=writes)

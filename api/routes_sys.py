@@ -18,7 +18,6 @@ from api.tls import valid_ca_pem
 from api.translate import client_token, header, read_json_body, read_raw_body
 from node.cluster.cluster import Cluster
 from node.cluster.membership import answer_membership
-from node.core.core import VERSION
 from node.core.health import NodeRole, parse_health_query
 from node.engines.system.raft import SNAPSHOT_FIELD
 from node.errors import (
@@ -28,6 +27,7 @@ from node.errors import (
     SealedError,
 )
 from node.logical.request import Operation, Request
+from node.version import VERSION
 
 __all__ = ["NOT_JOINED", "sys_routes"]
 

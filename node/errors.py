@@ -15,6 +15,7 @@ __all__ = [
     "NotInitializedError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "ReadOnlyError",
     "RevisionMismatchError",
     "SealedError",
     "StorageError",
@@ -92,6 +93,19 @@ class SealedError(CofferError):
 
     def __init__(self, *messages: str) -> None:
         super().__init__(*(messages or ("server is sealed",)))
+
+
+class ReadOnlyError(CofferError):
+    """A write to storage that is read-only here: a standby handling a request.
+
+    The pipeline turns it into a forward to the active node; it reaches a
+    client only where no forward is possible.
+    """
+
+    status = 503
+
+    def __init__(self, *messages: str) -> None:
+        super().__init__(*(messages or ("cannot write to readonly storage",)))
 
 
 class StorageError(CofferError):

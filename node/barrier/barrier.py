@@ -24,6 +24,7 @@ from node.barrier.aead import (
 )
 from node.barrier.cache import DEFAULT_CACHE_SIZE, MISS, ReadCache
 from node.barrier.keyring import Keyring
+from node.barrier.readonly import check_writable, check_writes
 from node.errors import SealedError, StorageError
 from node.physical.base import Check, PhysicalBackend, Put, TxnOp
 
@@ -145,6 +146,7 @@ class Barrier:
         return value
 
     async def put(self, key: str, value: bytes) -> int:
+        check_writable(key)  # also for writes that bypass the views (see readonly)
         frame = self._encrypt(key, value)
         try:
             return await self.physical.put(key, frame)
@@ -152,6 +154,7 @@ class Barrier:
             self.cache.invalidate((key,))
 
     async def delete(self, key: str) -> None:
+        check_writable(key)
         self._keys()
         try:
             await self.physical.delete(key)
@@ -164,6 +167,7 @@ class Barrier:
 
     async def commit(self, ops: Sequence[TxnOp]) -> int:
         encrypted: list[TxnOp] = []
+        check_writes(ops)
         for op in ops:
             if isinstance(op, Put):
                 encrypted.append(Put(op.key, self._encrypt(op.key, op.value), op.expect))

@@ -1,4 +1,8 @@
-"""Prefix-jailed storage handed to each mount and subsystem."""
+"""Prefix-jailed storage handed to each mount and subsystem.
+
+Inside a read-only scope (a standby handling a request, see
+``node.barrier.readonly``) every write through a view raises ``ReadOnlyError``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any, Protocol
 
 from node import jsoncodec
 from node.barrier.barrier import StoredValue
+from node.barrier.readonly import check_writable, check_writes
 from node.errors import InvalidRequestError
 from node.physical.base import Check, Delete, Put, TxnOp
 
@@ -54,16 +59,22 @@ class BarrierView:
         return StoredValue(key, found.value, found.revision) if found else None
 
     async def put(self, key: str, value: bytes) -> int:
-        return await self._storage.put(self._full(key), value)
+        full = self._full(key)
+        check_writable(full)
+        return await self._storage.put(full, value)
 
     async def delete(self, key: str) -> None:
-        await self._storage.delete(self._full(key))
+        full = self._full(key)
+        check_writable(full)
+        await self._storage.delete(full)
 
     async def list(self, prefix: str = "") -> list[str]:
         return await self._storage.list(self._full(prefix))
 
     async def commit(self, ops: Sequence[TxnOp]) -> int:
-        return await self._storage.commit([_prefixed(op, self._full(op.key)) for op in ops])
+        prefixed = [_prefixed(op, self._full(op.key)) for op in ops]
+        check_writes(prefixed)
+        return await self._storage.commit(prefixed)
 
     async def get_json(self, key: str) -> Any:
         found = await self.get(key)

@@ -9,6 +9,7 @@ __all__ = [
     "IndexNotReachedError",
     "NoActiveNodeError",
     "NotCaughtUpError",
+    "PleaseForwardError",
     "RemovedError",
     "TooManyJoinsError",
 ]
@@ -51,6 +52,19 @@ class NotCaughtUpError(ClusterUnavailableError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"not caught up: {reason}")
+
+
+class PleaseForwardError(ClusterUnavailableError):
+    """A standby's request needs a write: the HTTP edge forwards it to the active node.
+
+    Vault's ``ErrPerfStandbyPleaseForward``. Nothing was written here (the
+    standby's storage refused it, see ``node.barrier.readonly``), so the active
+    node runs the whole request. Where the edge cannot forward (a node-local
+    endpoint) the client gets this 503 and retries on the active node.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("this request writes: it must be answered by the active node")
 
 
 class TooManyJoinsError(CofferError):

@@ -37,13 +37,13 @@ from node.seal.shamir_seal import ShamirSeal
 from node.tokens.entry import TokenEntry
 from node.tokens.expiration import ExpirationManager
 from node.tokens.store import TokenStore
+from node.version import VERSION
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster
 
 __all__ = ["VERSION", "Core", "CoreSettings", "InitOutput"]
 
-VERSION = "0.1.0"
 log = logging.getLogger("coffer.core")
 
 
@@ -115,6 +115,11 @@ class Core:
         """Sealed to clients until unseal has fully finished (mounts loaded),
         and during ``initialize``, which unseals only to write the first state."""
         return self.barrier.sealed or not self._serving
+
+    @property
+    def is_standby(self) -> bool:
+        """Whether requests here are read-only: a cluster node that is not the active node."""
+        return self.cluster is not None and not self.cluster.is_active()
 
     async def initialized(self) -> bool:
         return await self.lifecycle.initialized()

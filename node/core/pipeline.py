@@ -3,6 +3,11 @@
 sealed check → namespace (header + path) → route to mount → help → token →
 namespace reach → existence check (create or update) → ACL (and sudo) → use
 count → backend → login completion → last-use revocation → response wrapping.
+
+On a standby the whole request runs read-only (``node.barrier.readonly``): a
+write it tries is refused by storage, nothing is applied here, and the
+request goes to the active node whole (``PleaseForwardError``, which the HTTP
+edge turns into a forward), as Vault answers ``ErrReadOnly``.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import ipaddress
 import time
 from typing import TYPE_CHECKING
 
+from node.barrier.readonly import read_only
+from node.cluster.errors import PleaseForwardError
 from node.core.wrapping import INVALID_WRAPPING_TOKEN
 from node.errors import (
     CofferError,
@@ -99,6 +106,22 @@ class Pipeline:
         self._core = core
 
     async def handle(self, request: Request) -> Response:
+        if not self._core.is_standby:
+            return await self._handle(request)
+        with read_only() as scope:
+            try:
+                response = await self._handle(request)
+            except Exception:
+                # Whatever the refusal became on its way up (or if it was
+                # swallowed, below): the request wrote, the active node answers.
+                if scope.refused:
+                    raise PleaseForwardError() from None
+                raise
+        if scope.refused:
+            raise PleaseForwardError()
+        return response
+
+    async def _handle(self, request: Request) -> Response:
         core = self._core
         if core.sealed:
             raise SealedError()

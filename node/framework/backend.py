@@ -14,6 +14,7 @@ from node.framework.openapi import DocumentBuilder, Template, render_pattern
 from node.framework.path import Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.version import VERSION
 
 __all__ = ["FrameworkBackend", "HelpMatch"]
 
@@ -219,9 +220,6 @@ class FrameworkBackend:
 
 
 def _server_version() -> str:
-    # Imported here: the core imports the engines, which import the framework.
-    from node.core.core import VERSION
-
     return VERSION
 
 

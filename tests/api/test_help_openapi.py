@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from openapi_spec_validator import validate
 
-from node.core.core import VERSION
 from node.framework import Field, FieldType, FrameworkBackend, Path
 from node.framework.openapi import DocumentBuilder, render_pattern
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.version import VERSION
 from tests.api.helpers import token_with
 
 if TYPE_CHECKING:

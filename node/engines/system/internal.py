@@ -39,6 +39,7 @@ from node.logical.response import Response
 from node.namespaces.model import ROOT, Namespace
 from node.policy.acl import ACL
 from node.policy.model import DENY
+from node.version import VERSION
 
 if TYPE_CHECKING:
     from node.core.core import Core
@@ -84,9 +85,6 @@ def reachable(acl: ACL, route_path: str, template: Template) -> bool:
 
 def internal_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
     async def openapi(request: Request, data: FieldData) -> Response:
-        # Imported here: the core imports the engines (and so this module).
-        from node.core.core import VERSION
-
         acl: ACL | None = None
         caller = await core.tokens.lookup(request.client_token) if request.client_token else None
         if caller is not None:

@@ -15,6 +15,7 @@ from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.version import VERSION
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster
@@ -104,7 +105,7 @@ def raft_paths(core: Core) -> list[Path]:
                 "last_index": last_index,
                 "healthy": healthy,
                 "status": "leader" if member.leader else "voter",
-                "version": core_version(),
+                "version": VERSION,
                 "meta": {},
             }
         voters = sorted(servers)
@@ -147,9 +148,3 @@ def raft_paths(core: Core) -> list[Path]:
             summary="Health of every Raft server as the leader sees it.",
         ),
     ]
-
-
-def core_version() -> str:
-    from node.core.core import VERSION
-
-    return VERSION
