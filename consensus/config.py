@@ -13,12 +13,12 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from pysyncobj import SyncObjConf
 
+from consensus._vendor.pysyncobj import SyncObjConf
 from consensus.commands import MAX_COMMAND_BYTES
 
 __all__ = [
@@ -158,12 +158,10 @@ class RaftConfig:
         return self.heartbeat_interval / 2
 
 
-def _replaced_hook(*_: Any) -> NoReturn:
-    raise AssertionError("pysyncobj's Serializer should have been replaced by SnapshotStore")
-
-
-def to_syncobj_conf(config: RaftConfig, *, journal: Any, dump_file: Path) -> SyncObjConf:
-    """The library settings for ``config``; ``journal`` is injected (see _compat)."""
+def to_syncobj_conf(
+    config: RaftConfig, *, journal: Any, dump_file: Path, snapshot_store: Any
+) -> SyncObjConf:
+    """The engine settings for ``config``; ``journal`` and ``snapshot_store`` are ours."""
     host, port = parse_address(config.cluster_addr, "cluster_addr")
     conf = SyncObjConf(
         password=derive_transport_password(config.cluster_secret),
@@ -183,8 +181,7 @@ def to_syncobj_conf(config: RaftConfig, *, journal: Any, dump_file: Path) -> Syn
         dynamicMembershipChange=True,
         journalFile=journal,
         fullDumpFile=str(dump_file),
-        serializer=_replaced_hook,  # set so the library never pickles our state
-        deserializer=_replaced_hook,
+        snapshotStore=snapshot_store,  # our dumps, never the library's pickles
         useFork=False,
         logCompactionMinEntries=config.compaction_min_entries,
         logCompactionMinTime=config.compaction_min_time,

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pysyncobj.journal import Journal
+from consensus._vendor.pysyncobj.journal import Journal
 
 __all__ = [
     "DurableJournal",

@@ -37,9 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pysyncobj.poller import POLL_EVENT_TYPE
-
-from consensus._compat import close_pipe_notifier, install_journal_hook, install_snapshot_store
+from consensus._vendor.pysyncobj.poller import POLL_EVENT_TYPE
 from consensus.config import Durability, RaftConfig, to_syncobj_conf
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
@@ -89,7 +87,6 @@ class RaftNode:
     """Journal, dump store, SyncObj and tick thread of one Coffer node."""
 
     def __init__(self, config: RaftConfig) -> None:
-        install_journal_hook()
         self.config = config
         self.failure: str | None = None
         self.on_progress: Callable[[int], None] | None = None
@@ -110,7 +107,12 @@ class RaftNode:
             )
             self._align_journal_with_dump()
             transport = functools.partial(self._make_transport, self._journal, self._strict)
-            conf = to_syncobj_conf(config, journal=self._journal, dump_file=root / "dump.jsonl")
+            conf = to_syncobj_conf(
+                config,
+                journal=self._journal,
+                dump_file=root / "dump.jsonl",
+                snapshot_store=self._store,
+            )
             self._obj = ReplicatedStore(
                 config.cluster_addr, list(config.peers.values()), conf, self._state, transport
             )
@@ -121,7 +123,6 @@ class RaftNode:
             if isinstance(exc, OSError | SnapshotError | ValueError):
                 raise StorageError(f"cannot open raft storage at {root}: {exc}") from exc
             raise
-        install_snapshot_store(self._obj, self._store)
         # A dump replaces the whole state (start-up, or a snapshot from the
         # leader): every cached key may be stale.
         self._store.on_loaded = lambda index: self._obj.notify(
@@ -186,7 +187,6 @@ class RaftNode:
             log.exception("raft shutdown failed")
         self._store.close()
         self._obj._poller.unsubscribe(self._wake_r)
-        close_pipe_notifier(self._obj)
         wake_r, wake_w, self._wake_r, self._wake_w = self._wake_r, self._wake_w, -1, -1
         os.close(wake_r)
         os.close(wake_w)

@@ -21,8 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pysyncobj import SyncObj, SyncObjConf, replicated
-
+from consensus._vendor.pysyncobj import SyncObj, SyncObjConf, replicated
 from consensus.commands import (
     Batch,
     Command,

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import consensus._compat as compat
 from consensus import ChangeSet, RaftBackend, RaftConfig
 from consensus.commands import Applied, Txn, new_command_id
 from consensus.journal import DurableJournal
@@ -366,22 +365,6 @@ async def test_membership_add_and_remove(backend: RaftBackend, tmp_path: Path) -
             await backend.remove_peer("node-1")
     finally:
         await joiner.close()
-
-
-def test_unsupported_pysyncobj_versions_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    compat._check()
-    monkeypatch.setattr(compat, "VERSION", "0.3.18")
-
-    with pytest.raises(ImportError, match="re-check"):
-        compat._check()
-
-
-def test_journal_hook_only_replaces_the_library_function() -> None:
-    compat.install_journal_hook()
-    compat.install_journal_hook()  # idempotent
-
-    assert compat._syncobj.createJournal is compat._create_journal
-    assert type(compat._create_journal(None)).__name__ == "MemoryJournal"
 
 
 async def test_close_leaves_no_thread_or_file_descriptor(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pysyncobj import pickle as sync_pickle
-from pysyncobj.transport import TCPTransport
 
+from consensus._vendor.pysyncobj import pickle as sync_pickle
+from consensus._vendor.pysyncobj.transport import TCPTransport
 from consensus.commands import Txn, encode_command
 from consensus.follower import reconcile
 from consensus.node import RaftNode

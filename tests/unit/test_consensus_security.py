@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from pysyncobj import SyncObjConf
-from pysyncobj.transport import TCPTransport
 
 from consensus import RaftBackend, RaftConfig, RaftConfigError
+from consensus._vendor.pysyncobj import SyncObjConf
+from consensus._vendor.pysyncobj.transport import TCPTransport
 from consensus.config import derive_transport_password, to_syncobj_conf
 from consensus.state import KVState
 from consensus.state_machine import ReplicatedStore
@@ -64,7 +64,7 @@ def test_refuses_to_start_without_key_material(tmp_path: Path, secret: object) -
 def test_the_library_always_gets_a_password_derived_from_the_secret(tmp_path: Path) -> None:
     config = make_config(tmp_path)
 
-    conf = to_syncobj_conf(config, journal=None, dump_file=tmp_path / "dump")
+    conf = to_syncobj_conf(config, journal=None, dump_file=tmp_path / "dump", snapshot_store=None)
 
     assert conf.password == derive_transport_password(config.cluster_secret)
     assert conf.password != derive_transport_password(os.urandom(32))

@@ -159,6 +159,10 @@ class SyncObjConf(object):
         #: Should return data - internal stuff that was passed to serialize.
         self.deserializer = kwargs.get('deserializer', None)
 
+        #: coffer: an object with the Serializer's six methods used instead of
+        #: the library's Serializer (consensus.dumps.SnapshotStore).
+        self.snapshotStore = kwargs.get('snapshotStore', None)
+
         #: This callback will be called when cluster is switched to new version.
         #: onCodeVersionChanged(oldVer, newVer)
         self.onCodeVersionChanged = kwargs.get('onCodeVersionChanged', None)

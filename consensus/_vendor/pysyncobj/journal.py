@@ -289,6 +289,9 @@ class FileJournal(Journal):
 
 
 def createJournal(journalFile = None):
+    # coffer: a Journal instance is used as is (consensus.journal.DurableJournal).
+    if isinstance(journalFile, Journal):
+        return journalFile
     if journalFile is None:
         return MemoryJournal()
     return FileJournal(journalFile)

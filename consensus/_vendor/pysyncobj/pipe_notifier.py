@@ -18,7 +18,22 @@ class PipeNotifier(object):
 
         poller.subscribe(self.__pipeR, self.__onNewNotification, POLL_EVENT_TYPE.READ)
 
+    def fileno(self):
+        return self.__pipeR
+
+    def close(self):
+        # coffer: the library never closed these fds.
+        for fd in (self.__pipeR, self.__pipeW):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.__pipeR = self.__pipeW = None
+
     def notify(self):
+        if self.__pipeW is None:
+            return  # coffer: closed (destroyed)
         os.write(self.__pipeW, b'o')
 
     def __onNewNotification(self, descr, eventMask):

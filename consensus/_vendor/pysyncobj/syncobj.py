@@ -24,7 +24,7 @@ except ImportError:  # python3
     def iteritems(v):
         return v.items()
 
-import pysyncobj.pickle as pickle
+from . import pickle
 
 from .dns_resolver import globalDnsResolver
 from .poller import createPoller
@@ -195,7 +195,8 @@ class SyncObj(object):
         self.__numOneSecondDumps = 0
         globalDnsResolver().setTimeouts(self.__conf.dnsCacheTime, self.__conf.dnsFailCacheTime)
         globalDnsResolver().setPreferredAddrFamily(self.__conf.preferredAddrType)
-        self.__serializer = Serializer(self.__conf.fullDumpFile,
+        # coffer: an injected snapshot store stands in for the Serializer.
+        self.__serializer = self.__conf.snapshotStore or Serializer(self.__conf.fullDumpFile,
                                        self.__conf.logCompactionBatchSize,
                                        self.__conf.useFork,
                                        self.__conf.serializer,
@@ -343,6 +344,11 @@ class SyncObj(object):
 
     def _doDestroy(self):
         self.__transport.destroy()
+        # coffer: close the notifier pipe (leaked by the library).
+        pipeNotifier = getattr(self, '_SyncObj__pipeNotifier', None)
+        if pipeNotifier is not None:
+            self._poller.unsubscribe(pipeNotifier.fileno())
+            pipeNotifier.close()
         for consumer in self.__consumers:
             consumer._destroy()
         self.__raftLog._destroy()

@@ -4,8 +4,7 @@ from sys import platform
 import zlib
 import struct
 
-import pysyncobj.pickle as pickle
-import pysyncobj.win_inet_pton
+from . import pickle
 
 from .poller import POLL_EVENT_TYPE
 from .monotonic import monotonic as monotonicTime
@@ -58,7 +57,7 @@ class TcpConnection(object):
 
     def __init__(self, poller, onMessageReceived = None, onConnected = None, onDisconnected = None,
                  socket=None, timeout=10.0, sendBufferSize = 2 ** 13, recvBufferSize = 2 ** 13,
-                 keepalive=None):
+                 keepalive=None, sourceHost=None):
         self.sendRandKey = None
         self.recvRandKey = None
         self.recvLastTimestamp = 0
@@ -71,6 +70,9 @@ class TcpConnection(object):
         self.__timeout = timeout
         self.__poller = poller
         self.__keepalive = keepalive
+        # coffer: outgoing connections are bound to this host (port 0) so they
+        # leave from the node's cluster address, not the kernel's choice.
+        self.__sourceHost = sourceHost
         if socket is not None:
             self.__socket = socket
             self.__fileno = socket.fileno()
@@ -117,6 +119,11 @@ class TcpConnection(object):
         self.__state = CONNECTION_STATE.DISCONNECTED
         self.__fileno = None
         self.__socket = socket.socket(_getAddrType(host), socket.SOCK_STREAM)
+        if self.__sourceHost:
+            try:
+                self.__socket.bind((self.__sourceHost, 0))
+            except socket.error:
+                pass  # connect from the kernel's choice rather than not at all
         self.__socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.__sendBufferSize)
         self.__socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.__recvBufferSize)
         self.__socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -525,6 +525,8 @@ class TCPTransport(Transport):
                 sendBufferSize = self._syncObj.conf.sendBufferSize,
                 recvBufferSize = self._syncObj.conf.recvBufferSize,
                 keepalive = self._syncObj.conf.tcp_keepalive,
+                # coffer: leave from our own cluster address
+                sourceHost = self._selfNode.host.strip('[]') if self._selfNode is not None else None,
             )
             conn.encryptor = self._syncObj.encryptor
             conn.setOnConnectedCallback(functools.partial(self._onOutgoingConnected, conn))

@@ -1,0 +1,72 @@
+"""The vendored Raft engine (consensus/_vendor/pysyncobj): each change to the
+upstream copy, listed in consensus/DESIGN.md, has its test here or is named there."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from consensus._vendor.pysyncobj.journal import MemoryJournal, createJournal
+from consensus.backend import RaftBackend
+from consensus.journal import DurableJournal
+from consensus.testing import free_port, make_config, single_node
+
+ROOT = Path(__file__).resolve().parents[2]
+IMPORT = re.compile(r"^\s*(import|from)\s+pysyncobj\b", re.MULTILINE)
+
+
+def test_the_installed_pysyncobj_is_never_imported() -> None:
+    probe = (
+        "import sys, consensus.backend, consensus.driver, consensus.local;"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'pysyncobj');"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)
+
+
+def test_no_module_outside_the_vendored_copy_names_the_library_package() -> None:
+    offenders = [
+        str(path.relative_to(ROOT))
+        for folder in ("consensus", "node", "api")
+        for path in (ROOT / folder).rglob("*.py")
+        if "_vendor" not in path.parts and IMPORT.search(path.read_text())
+    ]
+    assert offenders == []
+
+
+def test_a_journal_instance_is_used_as_is(tmp_path: Path) -> None:
+    journal = DurableJournal(tmp_path / "journal")
+    try:
+        assert createJournal(journal) is journal
+        assert isinstance(createJournal(None), MemoryJournal)
+    finally:
+        journal._destroy()
+
+
+async def test_the_engine_runs_on_our_journal_and_dump_store(tmp_path: Path) -> None:
+    async with single_node(tmp_path / "raft") as backend:
+        node = backend._node
+        assert node._obj._SyncObj__raftLog is node._journal
+        assert node._obj._SyncObj__serializer is node._store
+
+
+async def test_outgoing_raft_connections_leave_from_the_cluster_address(tmp_path: Path) -> None:
+    with socket.socket() as peer:
+        peer.bind(("127.0.0.1", 0))
+        peer.listen()
+        peer.settimeout(10)
+        peer_addr = f"127.0.0.1:{peer.getsockname()[1]}"
+        config = make_config(
+            tmp_path / "raft", cluster_addr=f"127.0.0.2:{free_port()}", peers={"node-2": peer_addr}
+        )
+        backend = await RaftBackend.open(config)
+        try:
+            conn, source = await asyncio.to_thread(peer.accept)
+            conn.close()
+        finally:
+            await backend.close()
+    assert source[0] == "127.0.0.2"
