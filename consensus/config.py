@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from consensus._vendor.pysyncobj import SyncObjConf
-from consensus.commands import MAX_COMMAND_BYTES
+from consensus.wire import APPEND_BATCH_BYTES, MAX_SNAPSHOT_CHUNK_BYTES
 
 __all__ = [
     "Durability",
@@ -149,8 +149,12 @@ class RaftConfig:
             raise RaftConfigError("batch_max_commands and batch_max_in_flight must be positive")
         if self.compaction_min_entries < 2 or self.compaction_min_time <= 0:
             raise RaftConfigError("compaction thresholds are too small")
-        if self.relaxed_sync_interval <= 0 or self.snapshot_chunk_bytes <= 0:
-            raise RaftConfigError("relaxed_sync_interval and snapshot_chunk_bytes must be positive")
+        if self.relaxed_sync_interval <= 0:
+            raise RaftConfigError("relaxed_sync_interval must be positive")
+        if not 0 < self.snapshot_chunk_bytes <= MAX_SNAPSHOT_CHUNK_BYTES:
+            raise RaftConfigError(
+                f"snapshot_chunk_bytes must be between 1 and {MAX_SNAPSHOT_CHUNK_BYTES}"
+            )
 
     @property
     def tick_interval(self) -> float:
@@ -170,7 +174,8 @@ def to_syncobj_conf(
         autoTick=False,  # consensus.node runs the tick loop (sync points, clean stop)
         appendEntriesUseBatch=False,  # replicate at once instead of on the next 100 ms tick
         appendEntriesPeriod=config.heartbeat_interval,
-        appendEntriesBatchSizeBytes=MAX_COMMAND_BYTES + 64 * 1024,
+        # Entries per AppendEntries; a bigger one travels alone (consensus.wire caps frames).
+        appendEntriesBatchSizeBytes=APPEND_BATCH_BYTES,
         raftMinTimeout=config.election_timeout_min,
         raftMaxTimeout=config.election_timeout_max,
         connectionTimeout=config.connection_timeout,

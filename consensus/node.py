@@ -261,7 +261,7 @@ class RaftNode:
         self._obj.add_listener(listener)
 
     def submit(self, blob: bytes, callback: Callable[[Any, int], None]) -> None:
-        self._obj.apply(blob, callback=callback)
+        self._obj.submit(blob, callback)
 
     def add_node(self, address: str, callback: Callable[[Any, int], None]) -> None:
         self._obj.addNodeToCluster(address, callback=callback)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from consensus._vendor.pysyncobj.journal import MemoryJournal, createJournal
 from consensus.backend import RaftBackend
 from consensus.journal import DurableJournal
@@ -70,3 +72,23 @@ async def test_outgoing_raft_connections_leave_from_the_cluster_address(tmp_path
         finally:
             await backend.close()
     assert source[0] == "127.0.0.2"
+
+
+def test_membership_and_version_entries_are_strict_json_and_digits() -> None:
+    from consensus._vendor.pysyncobj.syncobj import (
+        SyncObjException,
+        _decodeMembership,
+        _decodeVersion,
+        _encodeMembership,
+        _encodeVersion,
+    )
+
+    assert _encodeMembership("add", "127.0.0.1:1") == b'["add","127.0.0.1:1"]'
+    assert _decodeMembership(_encodeMembership("rem", "h:2")) == ["rem", "h:2"]
+    assert _decodeVersion(_encodeVersion(3)) == 3
+    for bad in (b"", b"[]", b'["add"]', b'["drop","h:1"]', b'["add",1]', b"\x80\x02K\x01."):
+        with pytest.raises(SyncObjException):
+            _decodeMembership(bad)
+    for bad in (b"", b"-1", b"1e3", b"\x80\x02K\x01."):
+        with pytest.raises((SyncObjException, UnicodeDecodeError)):
+            _decodeVersion(bad)

@@ -24,7 +24,7 @@ except ImportError:  # python3
     def iteritems(v):
         return v.items()
 
-from . import pickle
+import json
 
 from .dns_resolver import globalDnsResolver
 from .poller import createPoller
@@ -35,7 +35,7 @@ try:
 except ImportError:
     PIPE_NOTIFIER_ENABLED = False
 
-from .serializer import Serializer, SERIALIZER_STATE
+from .config import SERIALIZER_STATE
 from .node import Node, TCPNode
 from .transport import Transport, TCPTransport, TransportNotReadyError
 from .journal import createJournal
@@ -195,13 +195,10 @@ class SyncObj(object):
         self.__numOneSecondDumps = 0
         globalDnsResolver().setTimeouts(self.__conf.dnsCacheTime, self.__conf.dnsFailCacheTime)
         globalDnsResolver().setPreferredAddrFamily(self.__conf.preferredAddrType)
-        # coffer: an injected snapshot store stands in for the Serializer.
-        self.__serializer = self.__conf.snapshotStore or Serializer(self.__conf.fullDumpFile,
-                                       self.__conf.logCompactionBatchSize,
-                                       self.__conf.useFork,
-                                       self.__conf.serializer,
-                                       self.__conf.deserializer,
-                                       self.__conf.serializeChecker)
+        # coffer: the injected snapshot store replaces the (pickling) Serializer.
+        if self.__conf.snapshotStore is None:
+            raise SyncObjException('coffer: SyncObjConf(snapshotStore=...) is required')
+        self.__serializer = self.__conf.snapshotStore
         self.__lastInitTryTime = 0
         self._poller = createPoller(self.__conf.pollerType)
 
@@ -371,7 +368,7 @@ class SyncObj(object):
             raise Exception('wrong version, current version is %d, requested version is %d' % (self.__selfCodeVersion, newVersion))
         if newVersion < self.__enabledCodeVersion:
             raise Exception('wrong version, enabled version is %d, requested version is %d' % (self.__enabledCodeVersion, newVersion))
-        self._applyCommand(pickle.dumps(newVersion), callback, _COMMAND_TYPE.VERSION)
+        self._applyCommand(_encodeVersion(newVersion), callback, _COMMAND_TYPE.VERSION)
 
     def addNodeToCluster(self, node, callback = None):
         """Add single node to cluster (dynamic membership changes). Async.
@@ -387,7 +384,7 @@ class SyncObj(object):
             raise Exception('dynamicMembershipChange is disabled')
         if not isinstance(node, Node):
             node = self.__nodeClass(node)
-        self._applyCommand(pickle.dumps(['add', node.id, node]), callback, _COMMAND_TYPE.MEMBERSHIP)
+        self._applyCommand(_encodeMembership('add', node.id), callback, _COMMAND_TYPE.MEMBERSHIP)
 
     def removeNodeFromCluster(self, node, callback = None):
         """Remove single node from cluster (dynamic membership changes). Async.
@@ -403,7 +400,7 @@ class SyncObj(object):
             raise Exception('dynamicMembershipChange is disabled')
         if not isinstance(node, Node):
             node = self.__nodeClass(node)
-        self._applyCommand(pickle.dumps(['rem', node.id, node]), callback, _COMMAND_TYPE.MEMBERSHIP)
+        self._applyCommand(_encodeMembership('rem', node.id), callback, _COMMAND_TYPE.MEMBERSHIP)
 
     def _setCodeVersion(self, args, callback):
         self.setCodeVersion(args[0], callback)
@@ -877,7 +874,7 @@ class SyncObj(object):
         commandType = ord(command[:1])
         # Skip no-op and membership change commands
         if commandType == _COMMAND_TYPE.VERSION:
-            ver = pickle.loads(command[1:])
+            ver = _decodeVersion(command[1:])
             if self.__selfCodeVersion < ver:
                 raise SyncObjExceptionWrongVer(ver)
             oldVer = self.__enabledCodeVersion
@@ -897,20 +894,17 @@ class SyncObj(object):
 
         if commandType != _COMMAND_TYPE.REGULAR:
             return
-        command = pickle.loads(command[1:])
-        args = []
-        kwargs = {
-            '_doApply': True,
-        }
-        if not isinstance(command, tuple):
-            funcID = command
-        elif len(command) == 2:
-            funcID, args = command
-        else:
-            funcID, args, newKwArgs = command
-            kwargs.update(newKwArgs)
+        # coffer: a regular entry is the type byte and the application's own
+        # bytes, handed to applyCommandPayload (no pickled method call).
+        return self.applyCommandPayload(command[1:])
 
-        return self._idToMethod[funcID](*args, **kwargs)
+    def submitCommand(self, payload, callback=None):
+        """coffer: replicate ``payload`` (bytes) as one regular log entry."""
+        self._applyCommand(payload, callback, _COMMAND_TYPE.REGULAR)
+
+    def applyCommandPayload(self, payload):
+        """coffer: apply one committed regular entry; subclasses override it."""
+        raise NotImplementedError
 
     def __onMessageReceived(self, node, message):
 
@@ -978,10 +972,6 @@ class SyncObj(object):
                         self.__recvTransmission += message['data']
                         self.__sendNextNodeIdx(node, success=False, reset=False)
                         return
-                    elif transmission == 'finish':
-                        self.__recvTransmission += message['data']
-                        newEntries = [pickle.loads(self.__recvTransmission)]
-                        self.__recvTransmission = ''
                     else:
                         raise Exception('Wrong transmission type')
 
@@ -1161,11 +1151,14 @@ class SyncObj(object):
             return result
         totalSize = 0
         i = 0
+        # coffer: stop before the entry that would pass the batch size (one
+        # entry always goes), counting each entry's framing too, so a message
+        # stays within the wire's frame cap (consensus.wire.ENTRY_OVERHEAD).
         for i, entry in enumerate(result):
-            totalSize += len(entry[0])
-            if totalSize >= maxSizeBytes:
-                break
-        return result[:i + 1]
+            totalSize += len(entry[0]) + 64
+            if totalSize > maxSizeBytes:
+                return result[:max(i, 1)]
+        return result
 
     def _isLeader(self):
         """ Check if current node has a leader state.
@@ -1278,29 +1271,9 @@ class SyncObj(object):
                         entries = self.__getEntries(nextNodeIndex, None, batchSizeBytes)
                         self.__raftNextIndex[node] = entries[-1][1] + 1
 
-                    if len(entries) == 1 and len(entries[0][0]) >= batchSizeBytes:
-                        entry = pickle.dumps(entries[0])
-                        for pos in xrange(0, len(entry), batchSizeBytes):
-                            currData = entry[pos:pos + batchSizeBytes]
-                            if pos == 0:
-                                transmission = 'start'
-                            elif pos + batchSizeBytes >= len(entries[0][0]):
-                                transmission = 'finish'
-                            else:
-                                transmission = 'process'
-                            message = {
-                                'type': 'append_entries',
-                                'transmission': transmission,
-                                'data': currData,
-                                'term': self.__raftCurrentTerm,
-                                'commit_index': self.__raftCommitIndex,
-                                'prevLogIdx': prevLogIdx,
-                                'prevLogTerm': prevLogTerm,
-                            }
-                            self.__transport.send(node, message)
-                            if node not in self.__connectedNodes:
-                                break
-                    else:
+                    # coffer: an entry at or above the batch size travels alone in
+                    # an ordinary message (the pickled chunked transmission is gone).
+                    if True:
                         message = {
                             'type': 'append_entries',
                             'term': self.__raftCurrentTerm,
@@ -1422,7 +1395,7 @@ class SyncObj(object):
         commandType = ord(command[:1])
         if commandType != _COMMAND_TYPE.MEMBERSHIP:
             return None
-        return pickle.loads(command[1:])
+        return _decodeMembership(command[1:])
 
     def __tryLogCompaction(self):
         currTime = monotonicTime()
@@ -1531,134 +1504,34 @@ class SyncObj(object):
             self.__raftNextIndex[node] = self.__getCurrentLogIndex() + 1
             self.__raftMatchIndex[node] = 0
 
-def __copy_func(f, name):
-    if is_py3:
-        res = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
-        res.__dict__ = f.__dict__
-    else:
-        res = types.FunctionType(f.func_code, f.func_globals, name, f.func_defaults, f.func_closure)
-        res.func_dict = f.func_dict
-    return res
-
-class AsyncResult(object):
-    def __init__(self):
-        self.result = None
-        self.error = None
-        self.event = threading.Event()
-
-    def onResult(self, res, err):
-        self.result = res
-        self.error = err
-        self.event.set()
+# coffer: the @replicated/@replicated_sync decorators (pickled method calls) were
+# removed; applications call submitCommand(payload) and override
+# applyCommandPayload(payload).
 
 
-def replicated(*decArgs, **decKwargs):
-    """Replicated decorator. Use it to mark your class members that modifies
-    a class state. Function will be called asynchronously. Function accepts
-    flowing additional parameters (optional):
-        'callback': callback(result, failReason), failReason - `FAIL_REASON <#pysyncobj.FAIL_REASON>`_.
-        'sync': True - to block execution and wait for result, False - async call. If callback is passed,
-            'sync' option is ignored.
-        'timeout': if 'sync' is enabled, and no result is available for 'timeout' seconds -
-            SyncObjException will be raised.
-    These parameters are reserved and should not be used in kwargs of your replicated method.
+def _encodeVersion(version):
+    """coffer: a code version entry is its decimal digits (was a pickle)."""
+    return str(int(version)).encode('ascii')
 
-    :param func: arbitrary class member
-    :type func: function
-    :param ver: (optional) - code version (for zero deployment)
-    :type ver: int
-    """
-    def replicatedImpl(func):
-        def newFunc(self, *args, **kwargs):
 
-            if kwargs.pop('_doApply', False):
-                return func(self, *args, **kwargs)
-            else:
-                if isinstance(self, SyncObj):
-                    applier = self._applyCommand
-                    funcName = self._getFuncName(func.__name__)
-                    funcID = self._methodToID[funcName]
-                elif isinstance(self, SyncObjConsumer):
-                    consumerId = id(self)
-                    funcName = self._syncObj._getFuncName((consumerId, func.__name__))
-                    funcID = self._syncObj._methodToID[(consumerId, funcName)]
-                    applier = self._syncObj._applyCommand
-                else:
-                    raise SyncObjException("Class should be inherited from SyncObj or SyncObjConsumer")
+def _decodeVersion(data):
+    text = data.decode('ascii')
+    if not text.isdigit() or len(text) > 9:
+        raise SyncObjException('malformed version entry')
+    return int(text)
 
-                callback = kwargs.pop('callback', None)
-                if kwargs:
-                    cmd = (funcID, args, kwargs)
-                elif args and not kwargs:
-                    cmd = (funcID, args)
-                else:
-                    cmd = funcID
-                sync = kwargs.pop('sync', False)
-                if callback is not None:
-                    sync = False
 
-                if sync:
-                    asyncResult = AsyncResult()
-                    callback = asyncResult.onResult
+def _encodeMembership(kind, nodeId):
+    """coffer: a membership entry is JSON ["add"|"rem", "host:port"] (was a pickle)."""
+    return json.dumps([kind, nodeId], separators=(',', ':')).encode('utf-8')
 
-                timeout = kwargs.pop('timeout', None)
-                applier(pickle.dumps(cmd), callback, _COMMAND_TYPE.REGULAR)
 
-                if sync:
-                    res = asyncResult.event.wait(timeout)
-                    if not res:
-                        raise SyncObjException('Timeout')
-                    if not asyncResult.error == 0:
-                        raise SyncObjException(asyncResult.error)
-                    return asyncResult.result
-
-        func_dict = newFunc.__dict__ if is_py3 else newFunc.func_dict
-        func_dict['replicated'] = True
-        func_dict['ver'] = int(decKwargs.get('ver', 0))
-        func_dict['origName'] = func.__name__
-
-        callframe = sys._getframe(1 if decKwargs else 2)
-        namespace = callframe.f_locals
-        newFuncName = func.__name__ + '_v' + str(func_dict['ver'])
-        namespace[newFuncName] = __copy_func(newFunc, newFuncName)
-        functools.update_wrapper(newFunc, func)
-        return newFunc
-
-    if len(decArgs) == 1 and len(decKwargs) == 0 and callable(decArgs[0]):
-        return replicatedImpl(decArgs[0])
-
-    return replicatedImpl
-
-def replicated_sync(*decArgs, **decKwargs):
-    def replicated_sync_impl(func, timeout = None):
-        """Same as replicated, but synchronous by default.
-
-        :param func: arbitrary class member
-        :type func: function
-        :param timeout: time to wait (seconds). Default: None
-        :type timeout: float or None
-        """
-
-        def newFunc(self, *args, **kwargs):
-            if kwargs.get('_doApply', False):
-                return replicated(func)(self, *args, **kwargs)
-            else:
-                kwargs.setdefault('timeout', timeout)
-                kwargs.setdefault('sync', True)
-                return replicated(func)(self, *args, **kwargs)
-        func_dict = newFunc.__dict__ if is_py3 else newFunc.func_dict
-        func_dict['replicated'] = True
-        func_dict['ver'] = int(decKwargs.get('ver', 0))
-        func_dict['origName'] = func.__name__
-
-        callframe = sys._getframe(1 if decKwargs else 2)
-        namespace = callframe.f_locals
-        newFuncName = func.__name__ + '_v' + str(func_dict['ver'])
-        namespace[newFuncName] = __copy_func(newFunc, newFuncName)
-        functools.update_wrapper(newFunc, func)
-        return newFunc
-
-    if len(decArgs) == 1 and len(decKwargs) == 0 and callable(decArgs[0]):
-        return replicated_sync_impl(decArgs[0])
-
-    return replicated_sync_impl
+def _decodeMembership(data):
+    try:
+        request = json.loads(data.decode('utf-8'))
+    except ValueError:
+        raise SyncObjException('malformed membership entry')
+    if not (isinstance(request, list) and len(request) == 2 and request[0] in ('add', 'rem')
+            and isinstance(request[1], str) and request[1]):
+        raise SyncObjException('malformed membership entry')
+    return request

@@ -1,10 +1,13 @@
 import time
 import socket
+import logging
 from sys import platform
-import zlib
-import struct
 
-from . import pickle
+# coffer: frames and messages are consensus.wire's (strict JSON, length cap),
+# not zlib(pickle).
+from consensus import wire
+
+logger = logging.getLogger(__name__)
 
 from .poller import POLL_EVENT_TYPE
 from .monotonic import monotonic as monotonicTime
@@ -64,7 +67,7 @@ class TcpConnection(object):
         self.encryptor = None
 
         self.__socket = socket
-        self.__readBuffer = bytes()
+        self.__frames = wire.FrameBuffer(wire.HANDSHAKE_FRAME_BYTES)
         self.__writeBuffer = bytes()
         self.__lastReadTime = monotonicTime()
         self.__timeout = timeout
@@ -129,7 +132,7 @@ class TcpConnection(object):
         self.__socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.setSockoptKeepalive()
         self.__socket.setblocking(0)
-        self.__readBuffer = bytes()
+        self.__frames = wire.FrameBuffer(wire.HANDSHAKE_FRAME_BYTES)
         self.__writeBuffer = bytes()
         self.__lastReadTime = monotonicTime()
 
@@ -145,13 +148,20 @@ class TcpConnection(object):
                                  POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.WRITE | POLL_EVENT_TYPE.ERROR)
         return True
 
+    @property
+    def maxFrame(self):
+        """coffer: the largest frame accepted (small until the peer is identified)."""
+        return self.__frames.cap
+
+    @maxFrame.setter
+    def maxFrame(self, cap):
+        self.__frames.cap = cap
+
     def send(self, message):
-        if self.sendRandKey:
-            message = (self.sendRandKey, message)
-        data = zlib.compress(pickle.dumps(message), 3)
+        data = wire.encode_message(message, self.sendRandKey or None)
         if self.encryptor:
             data = self.encryptor.encrypt_at_time(data, int(monotonicTime()))
-        data = struct.pack('i', len(data)) + data
+        data = wire.frame(data)
         self.__writeBuffer += data
         self.__trySendBuffer()
 
@@ -172,7 +182,7 @@ class TcpConnection(object):
             self.__poller.unsubscribe(self.__fileno)
             self.__fileno = None
         self.__writeBuffer = bytes()
-        self.__readBuffer = bytes()
+        self.__frames = wire.FrameBuffer(wire.HANDSHAKE_FRAME_BYTES)
         self.__state = CONNECTION_STATE.DISCONNECTED
         if needCallDisconnect:
             self.__onDisconnected()
@@ -261,7 +271,9 @@ class TcpConnection(object):
             return False
 
     def __tryReadBuffer(self):
-        while self.__processRead():
+        # coffer: stop reading once a frame within the cap cannot need more
+        # (the parser then refuses an oversized one).
+        while self.__frames.wants_more() and self.__processRead():
             pass
         self.__lastReadTime = monotonicTime()
 
@@ -278,32 +290,28 @@ class TcpConnection(object):
         if not incoming:
             self.disconnect()
             return False
-        self.__readBuffer += incoming
+        self.__frames.feed(incoming)
         return True
 
     def __processParseMessage(self):
-        if len(self.__readBuffer) < 4:
-            return None
-        l = struct.unpack('i', self.__readBuffer[:4])[0]
-        if len(self.__readBuffer) - 4 < l:
-            return None
-        data = self.__readBuffer[4:4 + l]
+        # coffer: the length is checked against the cap before anything of the
+        # frame is buffered; the message is decoded strictly (consensus.wire).
         try:
+            data = self.__frames.next_frame()
+            if data is None:
+                return None
             if self.encryptor:
                 dataTimestamp = self.encryptor.extract_timestamp(data)
-                assert dataTimestamp >= self.recvLastTimestamp
+                if dataTimestamp < self.recvLastTimestamp:
+                    raise wire.WireError('replayed or reordered frame')
                 self.recvLastTimestamp = dataTimestamp
                 # Unfortunately we can't get a timestamp and data in one go
                 data = self.encryptor.decrypt(data)
-            message = pickle.loads(zlib.decompress(data))
-            if self.recvRandKey:
-                randKey, message = message
-                assert randKey == self.recvRandKey
-        except:
-            # Why no logging of security errors?
+            message = wire.decode_message(data, self.recvRandKey or None)
+        except Exception as exc:
+            logger.warning('closing a raft connection: %s', type(exc).__name__ if not isinstance(exc, wire.WireError) else exc)
             self.disconnect()
             return None
-        self.__readBuffer = self.__readBuffer[4 + l:]
         return message
 
     @property

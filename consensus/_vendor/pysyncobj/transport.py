@@ -3,6 +3,7 @@ from .dns_resolver import globalDnsResolver
 from .monotonic import monotonic as monotonicTime
 from .node import Node, TCPNode
 from .tcp_connection import TcpConnection, CONNECTION_STATE
+from consensus.wire import MAX_FRAME_BYTES
 from .tcp_server import TcpServer
 import functools
 import os
@@ -366,6 +367,7 @@ class TCPTransport(Transport):
 
         self._unknownConnections.discard(conn)
         self._connections[node] = conn
+        conn.maxFrame = MAX_FRAME_BYTES  # coffer: identified, so full-size frames
         conn.setOnMessageReceivedCallback(functools.partial(self._onMessageReceived, node))
         if not readonly:
             self._onNodeConnected(node)
@@ -456,6 +458,7 @@ class TCPTransport(Transport):
             conn.send(conn.recvRandKey)
         else:
             self._sendSelfAddress(conn)
+            conn.maxFrame = MAX_FRAME_BYTES  # coffer: no key exchange, full-size frames
             # The onMessageReceived callback is configured in addNode already.
             self._onNodeConnected(self._connToNode(conn))
 
@@ -475,6 +478,7 @@ class TCPTransport(Transport):
             self._sendSelfAddress(conn)
 
         node = self._connToNode(conn)
+        conn.maxFrame = MAX_FRAME_BYTES  # coffer: key exchange done, full-size frames
         conn.setOnMessageReceivedCallback(functools.partial(self._onMessageReceived, node))
         self._onNodeConnected(node)
 
