@@ -186,6 +186,19 @@ class RaftBackend:
     def is_leader(self) -> bool:
         return self._node.is_leader()
 
+    def has_lease(self) -> bool:
+        """Whether this node leads *and* holds its leader lease.
+
+        True only while a majority acknowledged this leader within
+        ``RaftConfig.lease_duration`` (the minimum election timeout less the
+        clock-drift margin) of its own monotonic clock; those followers refuse
+        every vote until then, so no other leader can exist. A leader cut off
+        from its majority loses the lease within that bound, before any other
+        node can be elected. Reads and writes on the active node should
+        require it (``node.cluster.role``).
+        """
+        return self._node.has_lease()
+
     def leader(self) -> Server | None:
         return self.membership.leader()
 

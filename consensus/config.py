@@ -93,7 +93,15 @@ class RaftConfig:
     election_timeout_max: float = 0.6
     connection_timeout: float = 2.0
     reconnect_interval: float = 0.5
-    leader_step_down_timeout: float = 1.5
+    #: CheckQuorum: a leader that heard from no majority for this long steps
+    #: down by itself (the default is the maximum election timeout).
+    leader_step_down_timeout: float = 0.6
+    #: PreVote (Raft thesis 9.6): a node asks whether it could win before it
+    #: raises its term. Off only to show what it prevents (tests).
+    pre_vote: bool = True
+    #: How much faster a follower's clock may run than the leader's, as a
+    #: fraction; the leader lease is ``election_timeout_min * (1 - margin)``.
+    clock_drift_margin: float = 0.1
     #: Keep-alive traffic between all peers; 0 disables (only for measuring its effect).
     ping_interval: float = 0.25
     #: Per attempt, for every write: a silent callback never hangs a caller.
@@ -141,6 +149,10 @@ class RaftConfig:
             raise RaftConfigError("connection_timeout must be at least election_timeout_max")
         if self.leader_step_down_timeout <= self.heartbeat_interval:
             raise RaftConfigError("leader_step_down_timeout must exceed heartbeat_interval")
+        if not 0 <= self.clock_drift_margin < 0.5:
+            raise RaftConfigError("clock_drift_margin must be a fraction below 0.5")
+        if self.lease_duration <= 2 * self.heartbeat_interval:
+            raise RaftConfigError("the leader lease must span more than two heartbeats")
         if self.ping_interval < 0 or self.ping_interval * 2 > self.connection_timeout:
             raise RaftConfigError("ping_interval must be at most half of connection_timeout")
         if self.request_timeout <= 0 or self.request_attempts < 1:
@@ -155,6 +167,16 @@ class RaftConfig:
             raise RaftConfigError(
                 f"snapshot_chunk_bytes must be between 1 and {MAX_SNAPSHOT_CHUNK_BYTES}"
             )
+
+    @property
+    def lease_duration(self) -> float:
+        """How long a majority's acknowledgement keeps the leader's lease.
+
+        Each follower refuses votes for ``election_timeout_min`` after it
+        received the acknowledged append (by its own clock); the leader counts
+        from before it sent it (by its clock), and gives up the drift margin.
+        """
+        return self.election_timeout_min * (1 - self.clock_drift_margin)
 
     @property
     def tick_interval(self) -> float:
@@ -180,7 +202,8 @@ def to_syncobj_conf(
         raftMaxTimeout=config.election_timeout_max,
         connectionTimeout=config.connection_timeout,
         connectionRetryTime=config.reconnect_interval,
-        leaderFallbackTimeout=config.leader_step_down_timeout,
+        leaderFallbackTimeout=config.leader_step_down_timeout,  # CheckQuorum
+        preVote=config.pre_vote,
         tcp_keepalive=(2, 1, 3),
         commandsWaitLeader=False,  # fail fast (MISSING_LEADER); RaftBackend retries
         dynamicMembershipChange=True,

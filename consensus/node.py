@@ -95,6 +95,7 @@ class RaftNode:
         self._raw_status: dict[str, Any] = {}
         self._last_sync = self._next_ping = self._next_status = 0.0
         self._last_applied = 0
+        self._lease_until = 0.0
         root = Path(config.data_dir)
         self._lock_fd = _prepare_dir(root)
         journal: DurableJournal | None = None
@@ -228,6 +229,9 @@ class RaftNode:
         if now >= self._next_status:
             self._raw_status = self._obj.getStatus()
             self._next_status = now + _STATUS_EVERY
+        # Our clock is read before the engine's, so the expiry errs early, never late.
+        before = time.monotonic()
+        self._lease_until = before + float(self._obj.leaseRemaining(self.config.lease_duration))
         applied = self.applied_index()
         if applied != self._last_applied:
             self._last_applied = applied
@@ -275,6 +279,14 @@ class RaftNode:
     def is_leader(self) -> bool:
         return bool(self._obj._isLeader())
 
+    def has_lease(self) -> bool:
+        """Leader, and a majority acknowledged it within ``config.lease_duration``.
+
+        The expiry is computed on the Raft thread every tick; if that thread
+        stalls the lease simply runs out.
+        """
+        return self.is_leader() and time.monotonic() < self._lease_until
+
     def leader_address(self) -> str | None:
         leader = self._obj._getLeader()
         return None if leader is None else str(leader.id)
@@ -303,6 +315,7 @@ class RaftNode:
             "applied_index": self.applied_index(),
             "log_length": raw.get("log_len"),
             "has_quorum": raw.get("has_quorum"),
+            "has_lease": self.has_lease(),
             "match_index": {
                 key.removeprefix("match_idx_server_"): value
                 for key, value in raw.items()

@@ -212,7 +212,7 @@ _TO_JSON[_serialized] = _serialized_json
 SCHEMAS: Final[Mapping[str, tuple[Mapping[str, Kind], Mapping[str, Kind]]]] = {
     "request_vote": (
         {"term": _int, "last_log_index": _int, "last_log_term": _int},
-        {"pre_vote": _bool},
+        {"pre_vote": _bool, "transfer": _bool},
     ),
     "response_vote": ({"term": _int}, {"pre_vote": _bool}),
     # Either entries after (prevLogIdx, prevLogTerm), or a snapshot chunk.
@@ -223,9 +223,15 @@ SCHEMAS: Final[Mapping[str, tuple[Mapping[str, Kind], Mapping[str, Kind]]]] = {
             "prevLogIdx": _opt_int,
             "prevLogTerm": _opt_int,
             "serialized": _serialized,
+            "lease": _int,
         },
     ),
-    "next_node_idx": ({"next_node_idx": _int, "reset": _bool, "success": _bool}, {}),
+    # "term": the follower's, when it refuses an older leader; "lease": the
+    # leader's send stamp it echoes (the leader lease).
+    "next_node_idx": (
+        {"next_node_idx": _int, "reset": _bool, "success": _bool},
+        {"term": _int, "lease": _int},
+    ),
     "apply_command": ({"command": _command}, {"request_id": _int}),
     "apply_command_response": (
         {"request_id": _int},
@@ -249,7 +255,7 @@ def _check_typed(message: Mapping[str, Any], decode: bool) -> dict[str, Any]:
     keys = set(message) - {"type"}
     if not keys >= set(required) or not keys <= set(required) | set(optional):
         raise WireError(f"wrong fields for {kind}")
-    if kind == "append_entries" and frozenset(message) not in _APPEND_FORMS:
+    if kind == "append_entries" and frozenset(message) - {"lease"} not in _APPEND_FORMS:
         raise WireError("append_entries is neither entries nor a snapshot chunk")
     out: dict[str, Any] = {"type": kind}
     for name in keys:

@@ -14,6 +14,7 @@ import pytest
 
 from consensus._vendor.pysyncobj.journal import MemoryJournal, createJournal
 from consensus.backend import RaftBackend
+from consensus.config import RaftConfigError
 from consensus.journal import DurableJournal
 from consensus.testing import free_port, make_config, single_node
 
@@ -92,3 +93,25 @@ def test_membership_and_version_entries_are_strict_json_and_digits() -> None:
     for bad in (b"", b"-1", b"1e3", b"\x80\x02K\x01."):
         with pytest.raises((SyncObjException, UnicodeDecodeError)):
             _decodeVersion(bad)
+
+
+async def test_a_single_node_leader_holds_its_lease(tmp_path: Path) -> None:
+    async with single_node(tmp_path / "raft") as backend:
+        assert backend.is_leader()
+        for _ in range(100):  # the lease is computed at the end of the leader's tick
+            if backend.has_lease():
+                break
+            await asyncio.sleep(0.01)
+        assert backend.has_lease()
+        assert backend.status()["has_lease"] is True
+
+
+def test_the_lease_is_the_minimum_election_timeout_less_the_drift_margin(tmp_path: Path) -> None:
+    config = make_config(tmp_path, election_timeout_min=0.2, election_timeout_max=0.3)
+    assert config.lease_duration == pytest.approx(0.18)
+    with pytest.raises(RaftConfigError, match="clock_drift_margin"):
+        make_config(tmp_path, clock_drift_margin=0.5)
+    with pytest.raises(RaftConfigError, match="two heartbeats"):
+        make_config(
+            tmp_path, heartbeat_interval=0.012, election_timeout_min=0.04, clock_drift_margin=0.45
+        )

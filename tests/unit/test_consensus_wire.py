@@ -47,7 +47,7 @@ messages = st.one_of(
             "last_log_index": ints,
             "last_log_term": ints,
         },
-        optional={"pre_vote": st.booleans()},
+        optional={"pre_vote": st.booleans(), "transfer": st.booleans()},
     ),
     st.fixed_dictionaries(
         {"type": st.just("response_vote"), "term": ints}, optional={"pre_vote": st.booleans()}
@@ -60,7 +60,8 @@ messages = st.one_of(
             "entries": entries,
             "prevLogIdx": st.none() | ints,
             "prevLogTerm": st.none() | ints,
-        }
+        },
+        optional={"lease": ints},
     ),
     st.fixed_dictionaries(
         {
@@ -70,7 +71,8 @@ messages = st.one_of(
             "serialized": st.none()
             | st.just(False)
             | st.tuples(st.binary(max_size=64), st.booleans(), st.booleans()),
-        }
+        },
+        optional={"lease": ints},
     ),
     st.fixed_dictionaries(
         {
@@ -78,7 +80,8 @@ messages = st.one_of(
             "next_node_idx": ints,
             "reset": st.booleans(),
             "success": st.booleans(),
-        }
+        },
+        optional={"term": ints, "lease": ints},
     ),
     st.fixed_dictionaries(
         {"type": st.just("apply_command"), "command": commands}, optional={"request_id": ints}

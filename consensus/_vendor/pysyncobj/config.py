@@ -159,6 +159,9 @@ class SyncObjConf(object):
         #: Should return data - internal stuff that was passed to serialize.
         self.deserializer = kwargs.get('deserializer', None)
 
+        #: coffer: PreVote (Raft thesis 9.6): ask before raising the term.
+        self.preVote = kwargs.get('preVote', True)
+
         #: coffer: an object with the Serializer's six methods used instead of
         #: the library's Serializer (consensus.dumps.SnapshotStore).
         self.snapshotStore = kwargs.get('snapshotStore', None)

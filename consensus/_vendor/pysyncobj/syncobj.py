@@ -187,6 +187,13 @@ class SyncObj(object):
         self.__noopIDx = None
         self.__destroying = False
         self.__recvTransmission = ''
+        # coffer: PreVote, leader stickiness and the leader lease (thesis 9.6, 6.4.1).
+        self.__preVoteTerm = None  # the term this node asks pre-votes for, if any
+        self.__preVotesCount = 0
+        self.__lastLeaderContact = None  # when we last accepted the leader's append
+        self.__leaseStamps = {}  # follower -> latest of our send stamps it echoed
+        self.__leaseVoided = False  # set while a leadership transfer is under way
+        self.__leaderLeaseStamp = None  # the leader's latest send stamp we received
 
         self.__onTickCallbacks = []
         self.__onTickCallbacksLock = threading.Lock()
@@ -449,6 +456,9 @@ class SyncObj(object):
             # target is not fully synced - transferring would fail the election
             self.__callErrCallback(FAIL_REASON.REQUEST_DENIED, callback)
             return
+        # coffer: the target may now win without waiting out the followers'
+        # stickiness, so this leader can no longer promise a lease.
+        self.__leaseVoided = True
         self.__transport.send(node, {
             'type': 'timeout_now',
             'term': self.__raftCurrentTerm,
@@ -637,21 +647,15 @@ class SyncObj(object):
         if self.__raftState in (_RAFT_STATE.FOLLOWER, _RAFT_STATE.CANDIDATE) and self.__selfNode is not None:
             if self.__raftElectionDeadline < monotonicTime() and self.__connectedToAnyone():
                 self.__raftElectionDeadline = monotonicTime() + self.__generateRaftTimeout()
+                transfer = self.__transferInProgress
                 self.__transferInProgress = False
-                self.__raftLeader = None
-                self.__setState(_RAFT_STATE.CANDIDATE)
-                self.__setCurrentTerm(self.__raftCurrentTerm + 1, self.__selfNode.id)
-                self.__votesCount = 1
-                for node in self.__otherNodes:
-                    self.__transport.send(node, {
-                        'type': 'request_vote',
-                        'term': self.__raftCurrentTerm,
-                        'last_log_index': self.__getCurrentLogIndex(),
-                        'last_log_term': self.__getCurrentLogTerm(),
-                    })
-                self.__onLeaderChanged()
-                if self.__votesCount > (len(self.__otherNodes) + 1) / 2:
-                    self.__onBecomeLeader()
+                if self.__raftLeader is not None:
+                    self.__raftLeader = None
+                    self.__onLeaderChanged()
+                if self.__conf.preVote and not transfer:
+                    self.__startPreVote()
+                else:
+                    self.__startElection(transfer)
 
         if self.__raftState == _RAFT_STATE.LEADER:
 
@@ -707,6 +711,73 @@ class SyncObj(object):
                 callback()
 
         self._poller.poll(timeToWait)
+
+    def __startPreVote(self):
+        """coffer: PreVote (thesis 9.6): ask whether we could win before raising the term."""
+        self.__preVoteTerm = self.__raftCurrentTerm + 1
+        self.__preVotesCount = 1
+        for node in self.__otherNodes:
+            self.__transport.send(node, {
+                'type': 'request_vote',
+                'pre_vote': True,
+                'term': self.__preVoteTerm,
+                'last_log_index': self.__getCurrentLogIndex(),
+                'last_log_term': self.__getCurrentLogTerm(),
+            })
+        if self.__preVotesCount > (len(self.__otherNodes) + 1) / 2:
+            self.__startElection(False)
+
+    def __startElection(self, transfer):
+        self.__preVoteTerm = None
+        self.__raftLeader = None
+        self.__setState(_RAFT_STATE.CANDIDATE)
+        self.__setCurrentTerm(self.__raftCurrentTerm + 1, self.__selfNode.id)
+        self.__votesCount = 1
+        for node in self.__otherNodes:
+            message = {
+                'type': 'request_vote',
+                'term': self.__raftCurrentTerm,
+                'last_log_index': self.__getCurrentLogIndex(),
+                'last_log_term': self.__getCurrentLogTerm(),
+            }
+            if transfer:
+                message['transfer'] = True  # coffer: the leader asked for it (timeout_now)
+            self.__transport.send(node, message)
+        self.__onLeaderChanged()
+        if self.__votesCount > (len(self.__otherNodes) + 1) / 2:
+            self.__onBecomeLeader()
+
+    def __inLease(self):
+        """coffer: whether this node refuses (pre-)votes: it leads, or it heard
+        from a live leader less than the minimum election timeout ago."""
+        if self.__raftState == _RAFT_STATE.LEADER:
+            return True
+        contact = self.__lastLeaderContact
+        return (self.__raftLeader is not None and contact is not None
+                and monotonicTime() - contact < self.__conf.raftMinTimeout)
+
+    def __logIsUpToDate(self, lastLogIdx, lastLogTerm):
+        if lastLogTerm != self.__getCurrentLogTerm():
+            return lastLogTerm > self.__getCurrentLogTerm()
+        return lastLogIdx >= self.__getCurrentLogIndex()
+
+    def leaseRemaining(self, duration):
+        """coffer: how many seconds this leader's lease still holds (<= 0: none): a
+        majority (us included) acknowledged an append we sent at that send
+        time; each of those followers refuses votes for raftMinTimeout after
+        receiving it, so with ``duration`` below raftMinTimeout (less a
+        clock-rate margin) no other leader can exist before the expiry.
+        0 when this node is not the leader. Call it on the tick thread."""
+        if self.__raftState != _RAFT_STATE.LEADER or self.__leaseVoided:
+            return 0.0
+        needed = (len(self.__otherNodes) + 1) // 2  # followers besides us for a majority
+        if needed == 0:
+            return float('inf')
+        stamps = sorted((self.__leaseStamps.get(node, 0) for node in self.__otherNodes), reverse=True)
+        if stamps[needed - 1] == 0:
+            return 0.0
+        # Stamps are this module's clock (CLOCK_MONOTONIC_RAW, not slewed by NTP).
+        return stamps[needed - 1] / 1e6 + duration - monotonicTime()
 
     def __applyLogEntries(self):
         needSendAppendEntries = False
@@ -916,6 +987,19 @@ class SyncObj(object):
                 self.__transferInProgress = True
 
         if message['type'] == 'request_vote' and self.__selfNode is not None:
+            # coffer: leader stickiness; a transfer asked by the leader itself bypasses it.
+            if not message.get('transfer') and self.__inLease():
+                return
+            if message.get('pre_vote'):
+                # coffer: a pre-vote changes neither our term nor our vote.
+                if message['term'] > self.__raftCurrentTerm and \
+                        self.__logIsUpToDate(message['last_log_index'], message['last_log_term']):
+                    self.__transport.send(node, {
+                        'type': 'response_vote',
+                        'pre_vote': True,
+                        'term': message['term'],
+                    })
+                return
 
             if message['term'] > self.__raftCurrentTerm:
                 self.__setCurrentTerm(message['term'], None)
@@ -942,7 +1026,24 @@ class SyncObj(object):
                         'term': message['term'],
                     })
 
+        if message['type'] == 'append_entries' and message['term'] < self.__raftCurrentTerm \
+                and self.__selfNode is not None:
+            # coffer: a leader of an older term learns ours and steps down (the
+            # library ignored it, leaving a node with a higher term out for good).
+            self.__transport.send(node, {
+                'type': 'next_node_idx',
+                'next_node_idx': self.__getCurrentLogIndex() + 1,
+                'reset': False,
+                'success': False,
+                'term': self.__raftCurrentTerm,
+            })
+
         if message['type'] == 'append_entries' and message['term'] >= self.__raftCurrentTerm:
+            # coffer: heard from a live leader (stickiness), no pre-candidacy.
+            self.__lastLeaderContact = monotonicTime()
+            self.__preVoteTerm = None
+            if 'lease' in message:
+                self.__leaderLeaseStamp = (node, message['lease'])
             if message['term'] > self.__raftCurrentTerm:
                 # A new leader at a higher term supersedes any pending transfer.
                 self.__transferInProgress = False
@@ -1056,6 +1157,15 @@ class SyncObj(object):
                     else:
                         self.__commandsWaitingCommit[idx].append((term, callback))
 
+        if message['type'] == 'response_vote' and message.get('pre_vote'):
+            # coffer: count pre-votes for the term we asked about; a majority starts the election.
+            if self.__raftState == _RAFT_STATE.FOLLOWER and self.__preVoteTerm is not None \
+                    and message['term'] == self.__preVoteTerm == self.__raftCurrentTerm + 1:
+                self.__preVotesCount += 1
+                if self.__preVotesCount > (len(self.__otherNodes) + 1) / 2:
+                    self.__startElection(False)
+            return
+
         if self.__raftState == _RAFT_STATE.CANDIDATE:
             if message['type'] == 'response_vote' and message['term'] == self.__raftCurrentTerm:
                 self.__votesCount += 1
@@ -1064,6 +1174,16 @@ class SyncObj(object):
                     self.__onBecomeLeader()
 
         if self.__raftState == _RAFT_STATE.LEADER:
+            if message['type'] == 'next_node_idx' and message.get('term', 0) > self.__raftCurrentTerm:
+                # coffer: a follower is in a later term: step down and adopt it.
+                self.__setCurrentTerm(message['term'], None)
+                self.__setState(_RAFT_STATE.FOLLOWER)
+                self.__raftLeader = None
+                self.__onLeaderChanged()
+                return
+            if message['type'] == 'next_node_idx' and 'lease' in message:
+                if self.__leaseStamps.get(node, 0) < message['lease'] <= monotonicTime() * 1e6:
+                    self.__leaseStamps[node] = message['lease']
             if message['type'] == 'next_node_idx':
                 reset = message['reset']
                 nextNodeIdx = message['next_node_idx']
@@ -1094,12 +1214,15 @@ class SyncObj(object):
     def __sendNextNodeIdx(self, node, reset=False, nextNodeIdx = None, success = False):
         if nextNodeIdx is None:
             nextNodeIdx = self.__getCurrentLogIndex() + 1
-        self.__transport.send(node, {
+        message = {
             'type': 'next_node_idx',
             'next_node_idx': nextNodeIdx,
             'reset': reset,
             'success': success,
-        })
+        }
+        if self.__leaderLeaseStamp is not None and self.__leaderLeaseStamp[0] == node:
+            message['lease'] = self.__leaderLeaseStamp[1]  # coffer: echo for the leader lease
+        self.__transport.send(node, message)
 
     def __generateRaftTimeout(self):
         minTimeout = self.__conf.raftMinTimeout
@@ -1216,6 +1339,8 @@ class SyncObj(object):
         self.__setState(_RAFT_STATE.LEADER)
 
         self.__lastResponseTime.clear()
+        self.__leaseStamps = {}  # coffer: a new term's lease starts from nothing
+        self.__leaseVoided = False
         for node in self.__otherNodes | self.__readonlyNodes:
             self.__raftNextIndex[node] = self.__getCurrentLogIndex() + 1
             self.__raftMatchIndex[node] = 0
@@ -1249,6 +1374,9 @@ class SyncObj(object):
 
     def __sendAppendEntries(self):
         self.__newAppendEntriesTime = monotonicTime() + self.__conf.appendEntriesPeriod
+        # coffer: each append carries when we sent it (our monotonic clock, µs,
+        # taken before sending); followers echo it, which renews the lease.
+        leaseStamp = int(monotonicTime() * 1e6)
 
         startTime = monotonicTime()
 
@@ -1281,6 +1409,7 @@ class SyncObj(object):
                             'entries': entries,
                             'prevLogIdx': prevLogIdx,
                             'prevLogTerm': prevLogTerm,
+                            'lease': leaseStamp,
                         }
                         self.__transport.send(node, message)
                         if node not in self.__connectedNodes:
@@ -1292,6 +1421,7 @@ class SyncObj(object):
                         'term': self.__raftCurrentTerm,
                         'commit_index': self.__raftCommitIndex,
                         'serialized': transmissionData,
+                        'lease': leaseStamp,
                     }
                     self.__transport.send(node, message)
                     if node not in self.__connectedNodes:
