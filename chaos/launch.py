@@ -64,9 +64,16 @@ def spawn_server(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """``coffer server ARGS`` in a session of its own, so a Ctrl-C reaches only the caller."""
+    """``coffer server ARGS`` in a session of its own, so a Ctrl-C reaches only the caller.
+
+    Run from a checkout (``cwd`` holds ``api/``), the server is that checkout's
+    code: the console script would import whatever the virtualenv's editable
+    install points at, which is another tree when the tests run in a worktree.
+    """
+    local = cwd is not None and (cwd / "api" / "entrypoint.py").is_file()
+    command = [sys.executable, "-m", "api.entrypoint"] if local else coffer_command()
     return subprocess.Popen(
-        [*coffer_command(), "server", *args],
+        [*command, "server", *args],
         stdin=subprocess.DEVNULL,
         stdout=stdout,
         stderr=stderr,
