@@ -33,8 +33,22 @@ TRANSIENT: tuple[type[BaseException], ...] = (
 )
 
 
+_CHECKOUT = Path(__file__).resolve().parents[1]
+
+
 def coffer_command() -> list[str]:
-    """The ``coffer`` console script of this virtualenv (or the module as a fallback)."""
+    """``coffer``: the code of the checkout this launcher belongs to, when it is one.
+
+    The console script imports whatever the virtualenv's editable install points
+    at, which is another tree when tests run from a second worktree; otherwise the
+    console script of this virtualenv (or the module as a fallback).
+    """
+    if (_CHECKOUT / "api" / "entrypoint.py").is_file():
+        bootstrap = (
+            f"import sys; sys.path.insert(0, {str(_CHECKOUT)!r}); "
+            "from api.entrypoint import main; sys.exit(main())"
+        )
+        return [sys.executable, "-c", bootstrap]
     script = Path(sys.executable).with_name("coffer")
     if script.exists():
         return [str(script)]
@@ -64,16 +78,9 @@ def spawn_server(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """``coffer server ARGS`` in a session of its own, so a Ctrl-C reaches only the caller.
-
-    Run from a checkout (``cwd`` holds ``api/``), the server is that checkout's
-    code: the console script would import whatever the virtualenv's editable
-    install points at, which is another tree when the tests run in a worktree.
-    """
-    local = cwd is not None and (cwd / "api" / "entrypoint.py").is_file()
-    command = [sys.executable, "-m", "api.entrypoint"] if local else coffer_command()
+    """``coffer server ARGS`` in a session of its own, so a Ctrl-C reaches only the caller."""
     return subprocess.Popen(
-        [*command, "server", *args],
+        [*coffer_command(), "server", *args],
         stdin=subprocess.DEVNULL,
         stdout=stdout,
         stderr=stderr,
