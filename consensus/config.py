@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from consensus._vendor.pysyncobj import SyncObjConf
+from consensus.pki import RaftTLS
 from consensus.wire import APPEND_BATCH_BYTES, MAX_SNAPSHOT_CHUNK_BYTES
 
 __all__ = [
@@ -117,6 +119,8 @@ class RaftConfig:
     compaction_min_entries: int = 5000
     compaction_min_time: float = 300.0
     snapshot_chunk_bytes: int = 1024 * 1024
+    #: Mutual TLS between peers (consensus.pki); None: Fernet only, as before.
+    tls: RaftTLS | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -185,7 +189,12 @@ class RaftConfig:
 
 
 def to_syncobj_conf(
-    config: RaftConfig, *, journal: Any, dump_file: Path, snapshot_store: Any
+    config: RaftConfig,
+    *,
+    journal: Any,
+    dump_file: Path,
+    snapshot_store: Any,
+    tls_contexts: tuple[ssl.SSLContext, ssl.SSLContext] | None = None,
 ) -> SyncObjConf:
     """The engine settings for ``config``; ``journal`` and ``snapshot_store`` are ours."""
     host, port = parse_address(config.cluster_addr, "cluster_addr")
@@ -210,6 +219,8 @@ def to_syncobj_conf(
         journalFile=journal,
         fullDumpFile=str(dump_file),
         snapshotStore=snapshot_store,  # our dumps, never the library's pickles
+        sslServerContext=tls_contexts[0] if tls_contexts else None,
+        sslClientContext=tls_contexts[1] if tls_contexts else None,
         useFork=False,
         logCompactionMinEntries=config.compaction_min_entries,
         logCompactionMinTime=config.compaction_min_time,

@@ -41,6 +41,7 @@ from consensus._vendor.pysyncobj.poller import POLL_EVENT_TYPE
 from consensus.config import Durability, RaftConfig, to_syncobj_conf
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
+from consensus.pki import tls_contexts
 from consensus.snapshot import SnapshotError
 from consensus.state import ChangeSet, KVState
 from consensus.state_machine import Listener, ReplicatedStore
@@ -113,6 +114,7 @@ class RaftNode:
                 journal=self._journal,
                 dump_file=root / "dump.jsonl",
                 snapshot_store=self._store,
+                tls_contexts=tls_contexts(config.tls, root / "tls") if config.tls else None,
             )
             self._obj = ReplicatedStore(
                 config.cluster_addr, list(config.peers.values()), conf, self._state, transport

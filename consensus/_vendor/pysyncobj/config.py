@@ -159,6 +159,10 @@ class SyncObjConf(object):
         #: Should return data - internal stuff that was passed to serialize.
         self.deserializer = kwargs.get('deserializer', None)
 
+        #: coffer: mutual TLS between peers (ssl.SSLContext objects, or None).
+        self.sslServerContext = kwargs.get('sslServerContext', None)
+        self.sslClientContext = kwargs.get('sslClientContext', None)
+
         #: coffer: PreVote (Raft thesis 9.6): ask before raising the term.
         self.preVote = kwargs.get('preVote', True)
 

@@ -1,5 +1,6 @@
 import time
 import socket
+import ssl
 import logging
 from sys import platform
 
@@ -60,7 +61,7 @@ class TcpConnection(object):
 
     def __init__(self, poller, onMessageReceived = None, onConnected = None, onDisconnected = None,
                  socket=None, timeout=10.0, sendBufferSize = 2 ** 13, recvBufferSize = 2 ** 13,
-                 keepalive=None, sourceHost=None):
+                 keepalive=None, sourceHost=None, sslContext=None):
         self.sendRandKey = None
         self.recvRandKey = None
         self.recvLastTimestamp = 0
@@ -76,6 +77,10 @@ class TcpConnection(object):
         # coffer: outgoing connections are bound to this host (port 0) so they
         # leave from the node's cluster address, not the kernel's choice.
         self.__sourceHost = sourceHost
+        # coffer: mutual TLS. An accepted socket arrives already wrapped (its
+        # handshake still to do); an outgoing one is wrapped once TCP connects.
+        self.__sslContext = sslContext
+        self.__handshaking = sslContext is not None and socket is not None
         if socket is not None:
             self.__socket = socket
             self.__fileno = socket.fileno()
@@ -122,6 +127,7 @@ class TcpConnection(object):
         self.__state = CONNECTION_STATE.DISCONNECTED
         self.__fileno = None
         self.__socket = socket.socket(_getAddrType(host), socket.SOCK_STREAM)
+        self.__handshaking = False
         if self.__sourceHost:
             try:
                 self.__socket.bind((self.__sourceHost, 0))
@@ -190,6 +196,34 @@ class TcpConnection(object):
     def getSendBufferSize(self):
         return len(self.__writeBuffer)
 
+    def __startTls(self):
+        """coffer: wrap the connected socket for the client side of mutual TLS."""
+        self.__socket = self.__sslContext.wrap_socket(
+            self.__socket, server_side=False, do_handshake_on_connect=False)
+        self.__handshaking = True
+
+    def __handshake(self):
+        """coffer: advance the TLS handshake; True once it is done."""
+        try:
+            self.__socket.do_handshake()
+        except ssl.SSLWantReadError:
+            self.__poller.subscribe(self.__fileno, self.__processConnection,
+                                    POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.ERROR)
+            return False
+        except ssl.SSLWantWriteError:
+            self.__poller.subscribe(self.__fileno, self.__processConnection,
+                                    POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.WRITE | POLL_EVENT_TYPE.ERROR)
+            return False
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            logger.warning('closing a raft connection: TLS handshake failed: %s', exc)
+            self.disconnect()
+            return False
+        self.__handshaking = False
+        self.__lastReadTime = monotonicTime()
+        self.__poller.subscribe(self.__fileno, self.__processConnection,
+                                POLL_EVENT_TYPE.READ | POLL_EVENT_TYPE.WRITE | POLL_EVENT_TYPE.ERROR)
+        return True
+
     def __processConnection(self, descr, eventType):
         poller = self.__poller
         if descr != self.__fileno:
@@ -209,6 +243,21 @@ class TcpConnection(object):
                 self.disconnect()
                 return
 
+            if self.__sslContext is not None and self.__state == CONNECTION_STATE.CONNECTING \
+                    and not self.__handshaking and not isinstance(self.__socket, ssl.SSLSocket):
+                try:
+                    self.__startTls()
+                except (ssl.SSLError, OSError, ValueError) as exc:
+                    logger.warning('closing a raft connection: %s', exc)
+                    self.disconnect()
+                    return
+            if self.__handshaking:
+                if not self.__handshake():
+                    return
+                if self.__state != CONNECTION_STATE.CONNECTING:
+                    # accepted side: the peer's first bytes may already be decrypted
+                    eventType |= POLL_EVENT_TYPE.READ
+
             if self.__state == CONNECTION_STATE.CONNECTING:
                 if self.__onConnected is not None:
                     self.__onConnected()
@@ -227,7 +276,7 @@ class TcpConnection(object):
                 event |= POLL_EVENT_TYPE.WRITE
             poller.subscribe(descr, self.__processConnection, event)
 
-        if eventType & POLL_EVENT_TYPE.READ:
+        while eventType & POLL_EVENT_TYPE.READ:
             self.__tryReadBuffer()
             if self.__state == CONNECTION_STATE.DISCONNECTED:
                 return
@@ -240,6 +289,10 @@ class TcpConnection(object):
                     self.__onMessageReceived(message)
                 if self.__state == CONNECTION_STATE.DISCONNECTED:
                     return
+            # coffer: TLS may hold decrypted bytes the poller cannot see.
+            pending = getattr(self.__socket, 'pending', None)
+            if pending is None or not pending():
+                break
 
     def __processConnectionTimeout(self):
         if monotonicTime() - self.__lastReadTime > self.__timeout:
@@ -254,8 +307,9 @@ class TcpConnection(object):
             pass
 
     def __processSend(self):
-        if not self.__writeBuffer:
-            return False
+        if not self.__writeBuffer or self.__handshaking or \
+                (self.__sslContext is not None and not isinstance(self.__socket, ssl.SSLSocket)):
+            return False  # coffer: nothing leaves before the TLS handshake is done
         try:
             res = self.__socket.send(self.__writeBuffer)
             if res < 0:
@@ -265,6 +319,8 @@ class TcpConnection(object):
                 return False
             self.__writeBuffer = self.__writeBuffer[res:]
             return True
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return False
         except socket.error as e:
             if e.errno not in (socket.errno.EAGAIN, socket.errno.EWOULDBLOCK):
                 self.disconnect()
@@ -278,8 +334,12 @@ class TcpConnection(object):
         self.__lastReadTime = monotonicTime()
 
     def __processRead(self):
+        if self.__handshaking:
+            return False
         try:
             incoming = self.__socket.recv(self.__recvBufferSize)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return False
         except socket.error as e:
             if e.errno not in (socket.errno.EAGAIN, socket.errno.EWOULDBLOCK):
                 self.disconnect()

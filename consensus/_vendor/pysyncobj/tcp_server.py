@@ -17,6 +17,7 @@ class TcpServer(object):
             recvBufferSize = 2 ** 13,
             connectionTimeout = 3.5,
             keepalive = None,
+            sslContext = None,
     ):
         self.__poller = poller
         self.__host = host
@@ -30,6 +31,7 @@ class TcpServer(object):
         self.__state = SERVER_STATE.UNBINDED
         self.__onNewConnectionCallback = onNewConnection
         self.__connectionTimeout = connectionTimeout
+        self.__sslContext = sslContext  # coffer: mutual TLS
 
     def bind(self):
         self.__socket = socket.socket(self.__hostAddrType, socket.SOCK_STREAM)
@@ -62,6 +64,10 @@ class TcpServer(object):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.__recvBufferSize)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 sock.setblocking(0)
+                if self.__sslContext is not None:
+                    # coffer: the handshake runs in the connection, on poller events.
+                    sock = self.__sslContext.wrap_socket(
+                        sock, server_side=True, do_handshake_on_connect=False)
                 conn = TcpConnection(
                     poller=self.__poller,
                     socket=sock,
@@ -69,6 +75,7 @@ class TcpServer(object):
                     sendBufferSize=self.__sendBufferSize,
                     recvBufferSize=self.__recvBufferSize,
                     keepalive=self.__keepalive,
+                    sslContext=self.__sslContext,
                 )
                 self.__onNewConnectionCallback(conn)
             except socket.error as e:

@@ -280,7 +280,8 @@ class TCPTransport(Transport):
         self._server = TcpServer(self._syncObj._poller, host, port, onNewConnection = self._onNewIncomingConnection,
                                  sendBufferSize = conf.sendBufferSize,
                                  recvBufferSize = conf.recvBufferSize,
-                                 connectionTimeout = conf.connectionTimeout)
+                                 connectionTimeout = conf.connectionTimeout,
+                                 sslContext = conf.sslServerContext)
 
     def _maybeBind(self):
         """
@@ -531,6 +532,7 @@ class TCPTransport(Transport):
                 keepalive = self._syncObj.conf.tcp_keepalive,
                 # coffer: leave from our own cluster address
                 sourceHost = self._selfNode.host.strip('[]') if self._selfNode is not None else None,
+                sslContext = self._syncObj.conf.sslClientContext,  # coffer: mutual TLS
             )
             conn.encryptor = self._syncObj.encryptor
             conn.setOnConnectedCallback(functools.partial(self._onOutgoingConnected, conn))

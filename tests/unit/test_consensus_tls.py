@@ -1,0 +1,122 @@
+"""Mutual TLS between Raft peers (consensus/pki.py and the vendored transport).
+
+Nodes with certificates from one cluster CA form a cluster; a peer whose
+certificate comes from another CA, or that has none, cannot connect, even
+when it knows the transport password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from consensus import RaftBackend, RaftConfig
+from consensus.pki import RaftTLS, create_cluster_ca, issue_node_certificate
+from consensus.testing import free_port
+
+CALM = {
+    "heartbeat_interval": 0.05,
+    "election_timeout_min": 1.0,
+    "election_timeout_max": 2.0,
+    "connection_timeout": 2.0,
+    "leader_step_down_timeout": 2.0,
+}
+
+
+def material(ca: tuple[bytes, bytes], node_id: str) -> RaftTLS:
+    cert, key = issue_node_certificate(ca[0], ca[1], node_id, "127.0.0.1")
+    return RaftTLS(ca[0], cert, key)
+
+
+@contextlib.asynccontextmanager
+async def tls_cluster(
+    tmp_path: Path, secret: bytes, ca: tuple[bytes, bytes]
+) -> AsyncIterator[list[RaftBackend]]:
+    addresses = {f"n{i}": f"127.0.0.1:{free_port()}" for i in range(3)}
+    nodes: list[RaftBackend] = []
+    try:
+        for node_id, address in addresses.items():
+            peers = {k: v for k, v in addresses.items() if k != node_id}
+            config = RaftConfig(
+                node_id, address, tmp_path / node_id, secret, peers=peers,
+                tls=material(ca, node_id), **CALM,
+            )  # fmt: skip
+            nodes.append(await RaftBackend.open(config))
+        for node in nodes:
+            await node.wait_for_leader(20)
+        yield nodes
+    finally:
+        for node in nodes:
+            await node.close()
+
+
+async def test_nodes_with_certificates_from_the_cluster_ca_replicate(tmp_path: Path) -> None:
+    async with tls_cluster(tmp_path, os.urandom(32), create_cluster_ca()) as nodes:
+        revision = await nodes[1].put("over-tls", b"v")
+        for node in nodes:
+            await node.wait_for_index(revision, 10)
+            assert await node.get("over-tls") is not None
+
+
+async def test_a_peer_with_a_foreign_certificate_cannot_connect_even_with_the_password(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = os.urandom(32)
+    async with tls_cluster(tmp_path, secret, create_cluster_ca()) as nodes:
+        await nodes[0].put("secret/app", b"x")
+        leader_before = nodes[0].leader()
+        term_before = nodes[0].status()["term"]
+        intruder_config = RaftConfig(
+            "intruder", f"127.0.0.1:{free_port()}", tmp_path / "intruder", secret,
+            peers={"n0": nodes[0].status()["address"], "n1": nodes[1].status()["address"]},
+            tls=material(create_cluster_ca("other"), "intruder"), **CALM,
+        )  # fmt: skip
+        with caplog.at_level(logging.WARNING, logger="consensus._vendor.pysyncobj"):
+            intruder = await RaftBackend.open(intruder_config)
+            try:
+                await asyncio.sleep(3)
+                assert intruder.leader() is None
+                assert await intruder.list("") == []
+                assert not any(intruder.status()["connected"].values())
+            finally:
+                await intruder.close()
+        assert any("TLS handshake failed" in r.getMessage() for r in caplog.records)
+        assert nodes[2].leader() == leader_before
+        assert nodes[0].status()["term"] == term_before
+
+
+def _connect(address: str, context: ssl.SSLContext | None, payload: bytes) -> bytes:
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        if context is None:
+            raw.sendall(payload)
+            try:
+                return raw.recv(4096)
+            except ConnectionResetError:
+                return b""  # closed with unread data: refused all the same
+        with context.wrap_socket(raw) as tls:
+            tls.sendall(payload)
+            return tls.recv(4096)
+
+
+async def test_a_client_without_a_certificate_or_without_tls_is_refused(tmp_path: Path) -> None:
+    ca = create_cluster_ca()
+    async with tls_cluster(tmp_path, os.urandom(32), ca) as nodes:
+        address = nodes[0].status()["address"]
+        anonymous = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        anonymous.check_hostname = False
+        anonymous.load_verify_locations(cadata=ca[0].decode())
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            # TLS 1.3: the server's refusal of the missing certificate arrives on read.
+            await asyncio.to_thread(_connect, address, anonymous, b"\x00\x00\x00\x04abcd")
+        assert await asyncio.to_thread(_connect, address, None, b"\x00\x00\x00\x04abcd") == b""
+        revision = await nodes[0].put("still-fine", b"v")
+        await nodes[2].wait_for_index(revision, 10)
