@@ -7,9 +7,13 @@ else it knows (the Fernet password included; it stays inside TLS for now).
 Peers are addressed by IP and port, so the identity checked is "issued by
 this cluster's CA", not a host name.
 
-This module makes the CA and issues certificates (ECDSA P-256); who keeps the
-CA key and hands a joining node its certificate is the caller's business
-(``node.cluster``; see consensus/DESIGN.md, "Mutual TLS").
+This module makes the CA and issues certificates (ECDSA P-256). In production
+(:func:`node_tls`, used by :mod:`consensus.driver`) the CA key is derived
+with HKDF from the cluster secret every unsealed node already holds (the same
+secret the transport password comes from), so every member can issue its own
+certificate at start-up and nothing new has to be stored or distributed; a
+node gets that secret only through the join challenge. See consensus/DESIGN.md
+("Mutual TLS") for what this does not give yet (per-node revocation).
 """
 
 from __future__ import annotations
@@ -24,11 +28,19 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from consensus.journal import write_file_atomically
 
-__all__ = ["RaftTLS", "create_cluster_ca", "issue_node_certificate", "tls_contexts"]
+__all__ = [
+    "RaftTLS",
+    "create_cluster_ca",
+    "derive_cluster_ca",
+    "issue_node_certificate",
+    "node_tls",
+    "tls_contexts",
+]
 
 _CA_DAYS = 3650
 _NODE_DAYS = 365
@@ -56,19 +68,58 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
+_CA_INFO = b"coffer/raft/cluster-ca-key/v1"
+#: A derived CA's certificate is the same on every node: fixed serial and validity.
+_DERIVED_SERIAL = 1
+_DERIVED_FROM = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
+_DERIVED_UNTIL = datetime.datetime(2120, 1, 1, tzinfo=datetime.UTC)
+
+
 def create_cluster_ca(cluster_name: str = "coffer") -> tuple[bytes, bytes]:
-    """A new self-signed cluster CA: (certificate PEM, private key PEM)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{cluster_name} raft cluster CA")])
+    """A new self-signed cluster CA with a random key: (certificate PEM, key PEM)."""
     now = _now()
+    return _ca(
+        ec.generate_private_key(ec.SECP256R1()),
+        cluster_name,
+        x509.random_serial_number(),
+        now - datetime.timedelta(minutes=5),
+        now + datetime.timedelta(days=_CA_DAYS),
+    )
+
+
+def derive_cluster_ca(cluster_secret: bytes) -> tuple[bytes, bytes]:
+    """The cluster CA whose key is HKDF-SHA256 of the cluster secret (same on every node)."""
+    order = int("FFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551", 16)
+    raw = HKDF(algorithm=hashes.SHA256(), length=48, salt=None, info=_CA_INFO).derive(
+        cluster_secret
+    )
+    key = ec.derive_private_key(int.from_bytes(raw, "big") % (order - 1) + 1, ec.SECP256R1())
+    return _ca(key, "coffer", _DERIVED_SERIAL, _DERIVED_FROM, _DERIVED_UNTIL)
+
+
+def node_tls(cluster_secret: bytes, node_id: str, host: str) -> RaftTLS:
+    """This node's TLS material: a fresh key, certified by the derived cluster CA."""
+    ca_cert, ca_key = derive_cluster_ca(cluster_secret)
+    cert, key = issue_node_certificate(ca_cert, ca_key, node_id, host)
+    return RaftTLS(ca_cert, cert, key)
+
+
+def _ca(
+    key: ec.EllipticCurvePrivateKey,
+    cluster_name: str,
+    serial: int,
+    not_before: datetime.datetime,
+    not_after: datetime.datetime,
+) -> tuple[bytes, bytes]:
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{cluster_name} raft cluster CA")])
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(name)
         .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=_CA_DAYS))
+        .serial_number(serial)
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -128,14 +179,22 @@ def tls_contexts(tls: RaftTLS, directory: Path) -> tuple[ssl.SSLContext, ssl.SSL
     """(server, client) contexts: TLS 1.3, a certificate required on both sides.
 
     ``ssl`` loads a certificate chain only from files, so the node's
-    certificate and key are written to ``directory`` (0600 files; the Raft
-    data directory is 0700).
+    certificate and key are written to ``directory`` (0600 files in a 0700
+    directory), the key encrypted under a random password that exists only in
+    this process's memory: no private key is on disk in plaintext.
     """
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
     cert_file, key_file = directory / "node.pem", directory / "node-key.pem"
+    password = os.urandom(32).hex().encode("ascii")
+    key = serialization.load_pem_private_key(tls.key_pem, password=None)
+    sealed_key = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(password),
+    )
     write_file_atomically(cert_file, tls.cert_pem)
-    write_file_atomically(key_file, tls.key_pem)
+    write_file_atomically(key_file, sealed_key)
     contexts = []
     for purpose in (ssl.PROTOCOL_TLS_SERVER, ssl.PROTOCOL_TLS_CLIENT):
         context = ssl.SSLContext(purpose)
@@ -143,6 +202,6 @@ def tls_contexts(tls: RaftTLS, directory: Path) -> tuple[ssl.SSLContext, ssl.SSL
         context.check_hostname = False  # peers are known by IP:port; the CA is the identity
         context.verify_mode = ssl.CERT_REQUIRED
         context.load_verify_locations(cadata=tls.ca_pem.decode("ascii"))
-        context.load_cert_chain(cert_file, key_file)
+        context.load_cert_chain(cert_file, key_file, password=password)
         contexts.append(context)
     return contexts[0], contexts[1]
