@@ -8,14 +8,19 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from consensus._vendor.pysyncobj import _RAFT_STATE
 from consensus._vendor.pysyncobj.journal import MemoryJournal, createJournal
+from consensus._vendor.pysyncobj.monotonic import monotonic
 from consensus.backend import RaftBackend
 from consensus.config import RaftConfigError
 from consensus.journal import DurableJournal
+from consensus.node import RaftNode
 from consensus.testing import free_port, make_config, single_node
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,3 +120,81 @@ def test_the_lease_is_the_minimum_election_timeout_less_the_drift_margin(tmp_pat
         make_config(
             tmp_path, heartbeat_interval=0.012, election_timeout_min=0.04, clock_drift_margin=0.45
         )
+
+
+# -- PreVote, driven by hand on a replica whose tick thread never runs -------------------------
+
+
+@pytest.fixture
+def idle_replica(tmp_path: Path) -> Iterator[Any]:
+    """A 3-voter replica whose peers do not exist: we call the engine ourselves."""
+    peers = {"b": f"127.0.0.1:{free_port()}", "c": f"127.0.0.1:{free_port()}"}
+    node = RaftNode(make_config(tmp_path / "raft", peers=peers))
+    try:
+        yield node._obj
+    finally:
+        node.stop()
+
+
+def _peer(obj: Any) -> Any:
+    return sorted(obj.otherNodes, key=str)[0]
+
+
+def test_a_pre_vote_request_changes_neither_term_nor_vote(idle_replica: Any) -> None:
+    obj = idle_replica
+    term = obj.raftCurrentTerm
+    request = {"type": "request_vote", "pre_vote": True, "term": term + 5,
+               "last_log_index": 10**6, "last_log_term": 10**6}  # fmt: skip
+    obj._SyncObj__onMessageReceived(_peer(obj), request)
+    assert obj.raftCurrentTerm == term
+    assert obj._SyncObj__votedForNodeId is None
+
+
+def test_a_failed_candidate_asks_for_pre_votes_again_and_can_win_them(idle_replica: Any) -> None:
+    obj = idle_replica
+    obj._SyncObj__raftState = _RAFT_STATE.CANDIDATE
+    obj._SyncObj__raftCurrentTerm = 5
+    obj._SyncObj__connectedNodes.add(_peer(obj))  # elections need someone to talk to
+    obj._SyncObj__raftElectionDeadline = 0
+
+    obj._onTick(0)  # the election timer fires: a pre-vote for term 6, no new term yet
+    assert obj.raftCurrentTerm == 5
+    assert obj._SyncObj__raftState == _RAFT_STATE.FOLLOWER
+
+    obj._SyncObj__onMessageReceived(
+        _peer(obj), {"type": "response_vote", "pre_vote": True, "term": 6}
+    )  # with our own, a majority of three: the real election starts
+    assert obj.raftCurrentTerm == 6
+    assert obj._SyncObj__raftState == _RAFT_STATE.CANDIDATE
+
+
+def test_a_follower_that_hears_its_leader_ignores_vote_requests(idle_replica: Any) -> None:
+    obj = idle_replica
+    leader, candidate = sorted(obj.otherNodes, key=str)
+    term = obj.raftCurrentTerm
+    obj._SyncObj__raftLeader = leader
+    obj._SyncObj__lastLeaderContact = monotonic()
+    request = {"type": "request_vote", "term": term + 1,
+               "last_log_index": 10**6, "last_log_term": 10**6}  # fmt: skip
+
+    obj._SyncObj__onMessageReceived(candidate, request)
+    assert obj.raftCurrentTerm == term  # sticky: not even the term moved
+
+    obj._SyncObj__lastLeaderContact = monotonic() - 10  # the leader went quiet
+    obj._SyncObj__onMessageReceived(candidate, request)
+    assert obj.raftCurrentTerm == term + 1
+    assert obj._SyncObj__votedForNodeId == candidate.id
+
+
+def test_a_leader_told_of_a_later_term_steps_down(idle_replica: Any) -> None:
+    obj = idle_replica
+    obj._SyncObj__raftCurrentTerm = 3
+    obj._SyncObj__onBecomeLeader()
+    assert obj._isLeader()
+
+    obj._SyncObj__onMessageReceived(
+        _peer(obj),
+        {"type": "next_node_idx", "next_node_idx": 1, "reset": False, "success": False, "term": 4},
+    )
+    assert not obj._isLeader()
+    assert obj.raftCurrentTerm == 4

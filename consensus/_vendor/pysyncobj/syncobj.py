@@ -714,6 +714,8 @@ class SyncObj(object):
 
     def __startPreVote(self):
         """coffer: PreVote (thesis 9.6): ask whether we could win before raising the term."""
+        # A candidate whose election failed is a follower again while it asks.
+        self.__setState(_RAFT_STATE.FOLLOWER)
         self.__preVoteTerm = self.__raftCurrentTerm + 1
         self.__preVotesCount = 1
         for node in self.__otherNodes:
