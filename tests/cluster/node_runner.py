@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from consensus import Durability, RaftBackend, RaftConfig
+from consensus.pki import node_tls
 from consensus.snapshot import decode_snapshot
 from node.errors import CofferError
 from node.physical.base import Put
@@ -142,6 +143,9 @@ def main() -> None:
     raw["data_dir"] = Path(raw["data_dir"])
     raw["cluster_secret"] = base64.b64decode(raw["cluster_secret"])
     raw["durability"] = Durability(raw.get("durability", "strict"))
+    if raw.pop("tls", False):  # mutual TLS as the driver sets it up
+        host = raw["cluster_addr"].rsplit(":", 1)[0]
+        raw["tls"] = node_tls(raw["cluster_secret"], raw["node_id"], host)
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,

@@ -48,14 +48,16 @@ def _spawn_this_tree(
 
     The ``coffer`` console script of a shared virtualenv imports the tree it
     was installed from (an editable install), not the one under test; with
-    ``-m`` and ``cwd`` at this checkout's root, the servers run this code.
+    this checkout first on ``PYTHONPATH``, the servers run this code.
     """
+    child = launch.child_env() if env is None else dict(env)
+    child["PYTHONPATH"] = str(ROOT)
     return subprocess.Popen(
         [sys.executable, "-m", "api.entrypoint", "server", *args],
         stdin=subprocess.DEVNULL,
         stdout=stdout,
         stderr=stderr,
-        env=launch.child_env() if env is None else env,
+        env=child,
         cwd=cwd or ROOT,
         start_new_session=True,
     )

@@ -198,3 +198,30 @@ def test_a_leader_told_of_a_later_term_steps_down(idle_replica: Any) -> None:
     )
     assert not obj._isLeader()
     assert obj.raftCurrentTerm == 4
+
+
+async def test_a_connect_whose_syn_is_dropped_is_retried(tmp_path: Path) -> None:
+    """A firewall that drops SYNs leaves a connect pending with no socket event;
+    the kernel retries only after 1, 3, 7... s. The transport gives the attempt up
+    after twice the retry time and dials again, so a healed link comes back at once."""
+    from tests.cluster.test_ha_partition import iptables_usable, partitioned
+    from tests.conftest import require
+
+    require(iptables_usable(), "iptables (as root) is needed to drop SYNs")
+    blackhole = f"127.0.16.9:{free_port()}"
+    config = make_config(
+        tmp_path / "raft", cluster_addr=f"127.0.17.1:{free_port()}", peers={"b": blackhole}
+    )
+    with partitioned("127.0.16.9"):
+        backend = await RaftBackend.open(config)
+        try:
+            transport = backend._node._transport
+            seen: set[float] = set()
+            for _ in range(500):
+                seen.update(transport._lastConnectAttempt.values())
+                if len(seen) >= 3:
+                    break
+                await asyncio.sleep(0.01)
+        finally:
+            await backend.close()
+    assert len(seen) >= 3, "the first connect was never given up"

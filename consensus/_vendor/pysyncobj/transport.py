@@ -313,7 +313,22 @@ class TCPTransport(Transport):
             self._maybeBind()
         except TransportNotReadyError:
             pass
+        self._abandonStalledConnects()
         self._connectIfNecessary()
+
+    def _abandonStalledConnects(self):
+        """coffer: give up a connect (or TLS handshake) that has not completed
+        within twice the retry time. A SYN dropped by a firewall is otherwise
+        retried by the kernel only after 1, 3, 7... s, and nothing times the
+        attempt out (no socket event comes), so a healed link stayed down for
+        seconds."""
+        limit = 2 * self._syncObj.conf.connectionRetryTime
+        now = monotonicTime()
+        stalled = [conn for node, conn in self._connections.items()
+                   if conn.state == CONNECTION_STATE.CONNECTING
+                   and now - self._lastConnectAttempt.get(node, now) > limit]
+        for conn in stalled:
+            conn.disconnect()
 
     def _onNewIncomingConnection(self, conn):
         """
