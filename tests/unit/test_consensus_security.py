@@ -296,3 +296,20 @@ async def test_hostile_frames_close_the_connection_and_leave_the_leader_alone(
             assert await node.get("after") is not None
         assert [node.status()["term"] for node in nodes] == terms
         assert nodes[2].leader() == leader
+
+
+def _silent_client(address: str) -> bytes:
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        try:
+            return sock.recv(1)  # b"" once the node closes it
+        except ConnectionResetError:
+            return b""
+
+
+async def test_a_connection_that_never_identifies_itself_is_closed(backend: RaftBackend) -> None:
+    """Nothing is sent, so no socket event ever fires on the node's side: only the
+    transport's own clock (connection_timeout, 0.5 s here) can end it."""
+    closed = await asyncio.to_thread(_silent_client, backend.status()["address"])
+    assert closed == b""
+    assert backend.is_leader()

@@ -204,6 +204,7 @@ class TCPTransport(Transport):
         self._server = None
         self._connections = {} # Node object -> TcpConnection object
         self._unknownConnections = set() # set of TcpConnection objects
+        self._unknownSince = {} # coffer: TcpConnection -> when it was accepted
         self._selfNode = selfNode
         self._selfIsReadonlyNode = selfNode is None
         self._nodes = set() # set of TCPNode
@@ -314,7 +315,23 @@ class TCPTransport(Transport):
         except TransportNotReadyError:
             pass
         self._abandonStalledConnects()
+        self._dropSilentStrangers()
         self._connectIfNecessary()
+
+    def _dropSilentStrangers(self):
+        """coffer: close an accepted connection that has not identified itself
+        (TLS handshake, key exchange, node address) within connectionTimeout.
+        A peer that sends nothing produces no socket event, so the library
+        never timed it out: unauthenticated clients could hold sockets (and
+        file descriptors) for ever."""
+        limit = self._syncObj.conf.connectionTimeout
+        now = monotonicTime()
+        for conn, since in list(self._unknownSince.items()):
+            if conn not in self._unknownConnections:
+                del self._unknownSince[conn]
+            elif now - since > limit:
+                del self._unknownSince[conn]
+                conn.disconnect()
 
     def _abandonStalledConnects(self):
         """coffer: give up a connect (or TLS handshake) that has not completed
@@ -339,6 +356,7 @@ class TCPTransport(Transport):
         """
 
         self._unknownConnections.add(conn)
+        self._unknownSince[conn] = monotonicTime()
         encryptor = self._syncObj.encryptor
         if encryptor:
             conn.encryptor = encryptor
