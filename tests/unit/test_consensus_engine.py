@@ -225,3 +225,26 @@ async def test_a_connect_whose_syn_is_dropped_is_retried(tmp_path: Path) -> None
         finally:
             await backend.close()
     assert len(seen) >= 3, "the first connect was never given up"
+
+
+def test_a_conflicting_term_is_skipped_in_one_reply(idle_replica: Any) -> None:
+    """A cut-off leader's uncommitted tail (here 10 entries of term 2) is unwound
+    in one round trip: the reply names the first entry of the conflicting term."""
+    obj = idle_replica
+    journal = obj._SyncObj__raftLog
+    first = journal.last_index() + 1
+    for index in range(first, first + 10):
+        journal.add(b"\x01", index, 1)
+    for index in range(first + 10, first + 20):
+        journal.add(b"\x01", index, 2)
+    obj._SyncObj__raftCurrentTerm = 2
+    transport = obj._SyncObj__transport
+    transport._deferred.clear()
+
+    append = {"type": "append_entries", "term": 3, "commit_index": 0, "entries": [],
+              "prevLogIdx": first + 19, "prevLogTerm": 3}  # fmt: skip
+    obj._SyncObj__onMessageReceived(_peer(obj), append)
+
+    replies = [message for _, message in transport._deferred]
+    assert replies[-1]["reset"] and not replies[-1]["success"]
+    assert replies[-1]["next_node_idx"] == first + 10

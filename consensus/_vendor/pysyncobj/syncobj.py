@@ -1085,7 +1085,15 @@ class SyncObj(object):
                     self.__sendNextNodeIdx(node, success=False, reset=True)
                     return
                 if prevEntries[0][2] != prevLogTerm:
-                    self.__sendNextNodeIdx(node, nextNodeIdx = prevLogIdx, success = False, reset=True)
+                    # coffer: point the leader at the first entry of the conflicting
+                    # term (thesis 5.3), not one entry back per round trip: a cut-off
+                    # leader's tail of uncommitted entries took seconds to unwind.
+                    conflictTerm = prevEntries[0][2]
+                    firstIdx = self.__raftLog[0][1]
+                    idx = prevLogIdx
+                    while idx - 1 > firstIdx and self.__raftLog[idx - 1 - firstIdx][2] == conflictTerm:
+                        idx -= 1
+                    self.__sendNextNodeIdx(node, nextNodeIdx = idx, success = False, reset=True)
                     return
                 if len(prevEntries) > 1:
                     # rollback cluster changes
