@@ -120,7 +120,9 @@ def _connect(address: str, context: ssl.SSLContext | None, payload: bytes) -> by
                 return raw.recv(4096)
             except ConnectionResetError:
                 return b""  # closed with unread data: refused all the same
-        with context.wrap_socket(raw) as tls:
+        # Handshake inside the block: a failing wrap_socket would leak its SSLSocket.
+        with context.wrap_socket(raw, do_handshake_on_connect=False) as tls:
+            tls.do_handshake()
             tls.sendall(payload)
             return tls.recv(4096)
 
