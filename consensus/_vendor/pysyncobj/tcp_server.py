@@ -1,7 +1,12 @@
+import errno
+import logging
 import socket
 
 from .poller import POLL_EVENT_TYPE
 from .tcp_connection import TcpConnection, _getAddrType
+
+
+logger = logging.getLogger(__name__)
 
 
 class SERVER_STATE:
@@ -60,6 +65,18 @@ class TcpServer(object):
         if event & POLL_EVENT_TYPE.READ:
             try:
                 sock, addr = self.__socket.accept()
+            except socket.error as e:
+                # coffer: only a broken listening socket unbinds it. Upstream also
+                # unbound on EMFILE, ECONNABORTED and the like, so one connection
+                # reset at the wrong moment (or a burst that hit the fd limit)
+                # stopped the node accepting peers until it restarted.
+                if e.errno in (errno.EBADF, errno.EINVAL, errno.ENOTSOCK):
+                    self.unbind()
+                    return
+                if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
+                    logger.warning('raft accept failed: %s', e)
+                return
+            try:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.__sendBufferSize)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.__recvBufferSize)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -78,10 +95,14 @@ class TcpServer(object):
                     sslContext=self.__sslContext,
                 )
                 self.__onNewConnectionCallback(conn)
-            except socket.error as e:
-                if e.errno not in (socket.errno.EAGAIN, socket.errno.EWOULDBLOCK):
-                    self.unbind()
-                    return
+            except (socket.error, ValueError) as e:
+                # coffer: a failure on the accepted socket closes it, not the server.
+                logger.warning('closing an accepted raft connection: %s', e)
+                try:
+                    sock.close()
+                except socket.error:
+                    pass
+                return
 
         if event & POLL_EVENT_TYPE.ERROR:
             self.unbind()
