@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
 from chaos import launch
 from chaos.process import cluster as chaos_cluster
@@ -34,36 +32,6 @@ _RETRY = (OSError, http.client.HTTPException, AssertionError, ValueError)
 def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
     """Poll ``check`` until it returns something truthy; fails the test on timeout."""
     return launch.wait_until(check, timeout, what, every, retry_on=_RETRY, error=AssertionError)
-
-
-def _spawn_this_tree(
-    args: Sequence[str],
-    stdout: IO[Any],
-    stderr: IO[Any],
-    *,
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-) -> subprocess.Popen[bytes]:
-    """``python -m api.entrypoint server ARGS`` from this checkout.
-
-    The ``coffer`` console script of a shared virtualenv imports the tree it
-    was installed from (an editable install), not the one under test; with
-    this checkout first on ``PYTHONPATH``, the servers run this code.
-    """
-    child = launch.child_env() if env is None else dict(env)
-    child["PYTHONPATH"] = str(ROOT)
-    return subprocess.Popen(
-        [sys.executable, "-m", "api.entrypoint", "server", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=stderr,
-        env=child,
-        cwd=cwd or ROOT,
-        start_new_session=True,
-    )
-
-
-chaos_cluster.spawn_server = _spawn_this_tree  # type: ignore[assignment]
 
 
 class Node(chaos_cluster.Node):
