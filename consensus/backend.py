@@ -63,6 +63,8 @@ __all__ = ["RaftBackend"]
 log = logging.getLogger(__name__)
 
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.025, 0.4
+#: How often an attempt submitted on the leader checks that the lease still holds.
+_LEASE_POLL = 0.05
 
 
 class RaftBackend:
@@ -186,6 +188,19 @@ class RaftBackend:
     def is_leader(self) -> bool:
         return self._node.is_leader()
 
+    def has_lease(self) -> bool:
+        """Whether this node leads *and* holds its leader lease.
+
+        True only while a majority acknowledged this leader within
+        ``RaftConfig.lease_duration`` (the minimum election timeout less the
+        clock-drift margin) of its own monotonic clock; those followers refuse
+        every vote until then, so no other leader can exist. A leader cut off
+        from its majority loses the lease within that bound, before any other
+        node can be elected. Reads and writes on the active node should
+        require it (``node.cluster.role``).
+        """
+        return self._node.has_lease()
+
     def leader(self) -> Server | None:
         return self.membership.leader()
 
@@ -286,9 +301,10 @@ class RaftBackend:
             if known is not None:
                 return self._checked(known)
             self._ensure_usable()
+            led = self._node.is_leader()
             future = self._batcher.submit(command, blob)
             pending.add(future)
-            outcome = await self._await_attempt(future, pending)
+            outcome = await self._await_attempt(future, pending, led=led)
             if isinstance(outcome, str):
                 reason = outcome
                 continue
@@ -305,16 +321,29 @@ class RaftBackend:
         self,
         current: asyncio.Future[Outcome],
         pending: set[asyncio.Future[Outcome]],
+        *,
+        led: bool = False,
     ) -> Outcome:
-        """The first success among all attempts so far, or why ``current`` failed."""
+        """The first success among all attempts so far, or why ``current`` failed.
+
+        An attempt submitted while this node led is given up as soon as the
+        node no longer holds its lease: cut off from its majority, its entry
+        may never commit, and pysyncobj would not say so until the log is
+        overwritten. The retry (same command id) goes to whoever leads now,
+        or fails after the usual attempts, so the caller hears within about
+        the lease instead of after ``request_timeout``.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._config.request_timeout
         while True:
-            done, _ = await asyncio.wait(
-                pending, timeout=max(deadline - loop.time(), 0), return_when=asyncio.FIRST_COMPLETED
-            )
+            wait = max(deadline - loop.time(), 0)
+            if led:
+                wait = min(wait, _LEASE_POLL)
+            done, _ = await asyncio.wait(pending, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             if not done:
-                return "timeout"
+                if loop.time() < deadline and not (led and not self._node.has_lease()):
+                    continue
+                return "timeout" if loop.time() >= deadline else "leader lease lost"
             for future in done:
                 pending.discard(future)
                 outcome = future.result()  # raises StorageError if undecodable

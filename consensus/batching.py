@@ -1,7 +1,7 @@
 """Group commit on the event loop: concurrent transactions share one Raft entry.
 
 Every Raft entry costs the same whatever it carries: a journal record and its
-share of an fsync, one AppendEntries per follower (pickled and Fernet-encrypted),
+share of an fsync, one AppendEntries per follower (encoded and encrypted),
 an acknowledgement back, a commit, an apply and a callback through the loop
 bridge. :class:`CommitBatcher` queues each :class:`~consensus.commands.Txn`
 and submits the queue as one :class:`~consensus.commands.Batch` entry, so those

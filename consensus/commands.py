@@ -1,10 +1,10 @@
 """The replicated command and result formats (JSON, versioned, never pickle).
 
 Every entry Coffer puts in the Raft log is one of these commands, encoded as
-compact UTF-8 JSON with base64 values. pysyncobj wraps it in its own framing, but
-the payload our replicas decode is only this explicit format, so a node never
-unpickles anything of ours and a format change is a version bump, not a code
-change that silently reinterprets old log entries.
+compact UTF-8 JSON with base64 values. The vendored engine stores it behind a
+one-byte entry type and nothing else (no pickle anywhere, see consensus/wire.py),
+so a format change is a version bump, not a code change that silently
+reinterprets old log entries.
 
 A command carries a client-chosen ``id``: a retry of the same command (after a
 timeout or a lost callback) is recognised by every replica and answered with

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from pysyncobj import SyncObjConf
 
-from consensus.commands import MAX_COMMAND_BYTES
+from consensus._vendor.pysyncobj import SyncObjConf
+from consensus.pki import RaftTLS
+from consensus.wire import APPEND_BATCH_BYTES, MAX_SNAPSHOT_CHUNK_BYTES
 
 __all__ = [
     "Durability",
@@ -93,7 +95,15 @@ class RaftConfig:
     election_timeout_max: float = 0.6
     connection_timeout: float = 2.0
     reconnect_interval: float = 0.5
-    leader_step_down_timeout: float = 1.5
+    #: CheckQuorum: a leader that heard from no majority for this long steps
+    #: down by itself (the default is the maximum election timeout).
+    leader_step_down_timeout: float = 0.6
+    #: PreVote (Raft thesis 9.6): a node asks whether it could win before it
+    #: raises its term. Off only to show what it prevents (tests).
+    pre_vote: bool = True
+    #: How much faster a follower's clock may run than the leader's, as a
+    #: fraction; the leader lease is ``election_timeout_min * (1 - margin)``.
+    clock_drift_margin: float = 0.1
     #: Keep-alive traffic between all peers; 0 disables (only for measuring its effect).
     ping_interval: float = 0.25
     #: Per attempt, for every write: a silent callback never hangs a caller.
@@ -109,6 +119,8 @@ class RaftConfig:
     compaction_min_entries: int = 5000
     compaction_min_time: float = 300.0
     snapshot_chunk_bytes: int = 1024 * 1024
+    #: Mutual TLS between peers (consensus.pki); None: Fernet only, as before.
+    tls: RaftTLS | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -141,6 +153,10 @@ class RaftConfig:
             raise RaftConfigError("connection_timeout must be at least election_timeout_max")
         if self.leader_step_down_timeout <= self.heartbeat_interval:
             raise RaftConfigError("leader_step_down_timeout must exceed heartbeat_interval")
+        if not 0 <= self.clock_drift_margin < 0.5:
+            raise RaftConfigError("clock_drift_margin must be a fraction below 0.5")
+        if self.lease_duration <= 2 * self.heartbeat_interval:
+            raise RaftConfigError("the leader lease must span more than two heartbeats")
         if self.ping_interval < 0 or self.ping_interval * 2 > self.connection_timeout:
             raise RaftConfigError("ping_interval must be at most half of connection_timeout")
         if self.request_timeout <= 0 or self.request_attempts < 1:
@@ -149,8 +165,22 @@ class RaftConfig:
             raise RaftConfigError("batch_max_commands and batch_max_in_flight must be positive")
         if self.compaction_min_entries < 2 or self.compaction_min_time <= 0:
             raise RaftConfigError("compaction thresholds are too small")
-        if self.relaxed_sync_interval <= 0 or self.snapshot_chunk_bytes <= 0:
-            raise RaftConfigError("relaxed_sync_interval and snapshot_chunk_bytes must be positive")
+        if self.relaxed_sync_interval <= 0:
+            raise RaftConfigError("relaxed_sync_interval must be positive")
+        if not 0 < self.snapshot_chunk_bytes <= MAX_SNAPSHOT_CHUNK_BYTES:
+            raise RaftConfigError(
+                f"snapshot_chunk_bytes must be between 1 and {MAX_SNAPSHOT_CHUNK_BYTES}"
+            )
+
+    @property
+    def lease_duration(self) -> float:
+        """How long a majority's acknowledgement keeps the leader's lease.
+
+        Each follower refuses votes for ``election_timeout_min`` after it
+        received the acknowledged append (by its own clock); the leader counts
+        from before it sent it (by its clock), and gives up the drift margin.
+        """
+        return self.election_timeout_min * (1 - self.clock_drift_margin)
 
     @property
     def tick_interval(self) -> float:
@@ -158,12 +188,15 @@ class RaftConfig:
         return self.heartbeat_interval / 2
 
 
-def _replaced_hook(*_: Any) -> NoReturn:
-    raise AssertionError("pysyncobj's Serializer should have been replaced by SnapshotStore")
-
-
-def to_syncobj_conf(config: RaftConfig, *, journal: Any, dump_file: Path) -> SyncObjConf:
-    """The library settings for ``config``; ``journal`` is injected (see _compat)."""
+def to_syncobj_conf(
+    config: RaftConfig,
+    *,
+    journal: Any,
+    dump_file: Path,
+    snapshot_store: Any,
+    tls_contexts: tuple[ssl.SSLContext, ssl.SSLContext] | None = None,
+) -> SyncObjConf:
+    """The engine settings for ``config``; ``journal`` and ``snapshot_store`` are ours."""
     host, port = parse_address(config.cluster_addr, "cluster_addr")
     conf = SyncObjConf(
         password=derive_transport_password(config.cluster_secret),
@@ -172,19 +205,22 @@ def to_syncobj_conf(config: RaftConfig, *, journal: Any, dump_file: Path) -> Syn
         autoTick=False,  # consensus.node runs the tick loop (sync points, clean stop)
         appendEntriesUseBatch=False,  # replicate at once instead of on the next 100 ms tick
         appendEntriesPeriod=config.heartbeat_interval,
-        appendEntriesBatchSizeBytes=MAX_COMMAND_BYTES + 64 * 1024,
+        # Entries per AppendEntries; a bigger one travels alone (consensus.wire caps frames).
+        appendEntriesBatchSizeBytes=APPEND_BATCH_BYTES,
         raftMinTimeout=config.election_timeout_min,
         raftMaxTimeout=config.election_timeout_max,
         connectionTimeout=config.connection_timeout,
         connectionRetryTime=config.reconnect_interval,
-        leaderFallbackTimeout=config.leader_step_down_timeout,
+        leaderFallbackTimeout=config.leader_step_down_timeout,  # CheckQuorum
+        preVote=config.pre_vote,
         tcp_keepalive=(2, 1, 3),
         commandsWaitLeader=False,  # fail fast (MISSING_LEADER); RaftBackend retries
         dynamicMembershipChange=True,
         journalFile=journal,
         fullDumpFile=str(dump_file),
-        serializer=_replaced_hook,  # set so the library never pickles our state
-        deserializer=_replaced_hook,
+        snapshotStore=snapshot_store,  # our dumps, never the library's pickles
+        sslServerContext=tls_contexts[0] if tls_contexts else None,
+        sslClientContext=tls_contexts[1] if tls_contexts else None,
         useFork=False,
         logCompactionMinEntries=config.compaction_min_entries,
         logCompactionMinTime=config.compaction_min_time,

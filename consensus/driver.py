@@ -3,7 +3,9 @@
 The core never sees pysyncobj or :class:`RaftConfig`: it hands over the
 cluster secret it derived from the root key and, when joining, the peers the
 leader named. Timers scale with ``performance_multiplier`` as the
-reference's do (1 = the tuned LAN defaults).
+reference's do (1 = the tuned LAN defaults). Raft peers talk mutual TLS with
+a certificate this node issues itself from the cluster CA derived from that
+secret (:func:`consensus.pki.node_tls`); ``overrides={"tls": None}`` turns it off.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from consensus.backend import RaftBackend
-from consensus.config import RaftConfig, RaftConfigError
+from consensus.config import RaftConfig, RaftConfigError, parse_address
 from consensus.local import (
     discard_raft_data,
     has_raft_data,
@@ -25,6 +27,7 @@ from consensus.local import (
     store_founding_peers,
     was_removed,
 )
+from consensus.pki import node_tls
 from consensus.state import KVState
 from node.errors import StorageError
 
@@ -69,6 +72,7 @@ class ConsensusDriver:
             data_dir=self.data_dir,
             cluster_secret=secret,
             peers=peers,
+            tls=node_tls(secret, self.node_id, parse_address(self.cluster_addr, "cluster_addr")[0]),
         )
         multiplier = max(self.performance_multiplier, 1)
         scaled = {name: getattr(config, name) * multiplier for name in _SCALED}

@@ -1,7 +1,7 @@
 """Full dumps for log compaction, written off the Raft thread in our format.
 
-This object stands in for pysyncobj's ``Serializer`` (same six methods; see
-:func:`consensus._compat.install_snapshot_store`). The library's own class
+This object stands in for pysyncobj's ``Serializer`` (same six methods; the
+vendored engine takes it as ``SyncObjConf(snapshotStore=...)``). The library's own class
 cannot do what we need even with its ``serializer`` hooks:
 
 * with a custom serializer it never forks but runs the hook *on the tick
@@ -34,9 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from pysyncobj.config import SERIALIZER_STATE
-from pysyncobj.node import TCPNode
-
+from consensus._vendor.pysyncobj.config import SERIALIZER_STATE
+from consensus._vendor.pysyncobj.node import TCPNode
 from consensus.journal import DurableJournal, fsync_dir
 from consensus.snapshot import RaftPoint, SnapshotError, decode_snapshot, encode_snapshot
 from consensus.state import KVState, StateImage

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pysyncobj.journal import Journal
+from consensus._vendor.pysyncobj.journal import Journal
 
 __all__ = [
     "DurableJournal",
@@ -45,7 +45,10 @@ log = logging.getLogger(__name__)
 
 JournalEntry = tuple[bytes, int, int]  # (command, log index, term), as pysyncobj wants
 
-_MAGIC = b"CFRJRNL1"
+#: Format 2: a regular entry is its type byte and our command bytes. Format 1
+#: (pysyncobj's pickled method call around them) is refused, never unpickled.
+_MAGIC = b"CFRJRNL2"
+_MAGIC_V1 = b"CFRJRNL1"
 _RECORD = struct.Struct("<IIQQ")  # command length, crc32, index, term
 
 
@@ -131,6 +134,11 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
     def _load(self, fd: int) -> None:
         size = os.fstat(fd).st_size
         data = os.pread(fd, size, 0)
+        if data[: len(_MAGIC)] == _MAGIC_V1:
+            raise ValueError(
+                f"{self._path} is a format 1 raft journal (pickled entries), which this "
+                "version does not read; restore the node from a snapshot or re-join it"
+            )
         if data[: len(_MAGIC)] != _MAGIC:
             raise ValueError(f"{self._path} is not a Coffer raft journal")
         offset = len(_MAGIC)

@@ -16,13 +16,9 @@ plus the membership entries in its log, so those founding peers are stored in
 
 from __future__ import annotations
 
-import codecs
-import io
 import json
 import os
-import pickle
 from pathlib import Path
-from typing import Any
 
 from consensus.commands import CommandError, decode_command
 from consensus.journal import DurableJournal, write_file_atomically
@@ -45,17 +41,6 @@ _PEERS_FILE = "peers.json"
 #: Present once this node was removed from its cluster; it must not serve again.
 REMOVED_MARKER = "removed"
 _REGULAR = 0  # pysyncobj's _COMMAND_TYPE.REGULAR
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    """pysyncobj frames our command as ``pickle((method id, (bytes,)), protocol 2)``;
-    protocol 2 spells bytes as ``_codecs.encode(text, "latin1")``, the one
-    global allowed. Nothing else may be loaded."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) == ("_codecs", "encode"):
-            return codecs.encode
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from the raft journal")
 
 
 def has_raft_data(data_dir: Path) -> bool:
@@ -97,17 +82,10 @@ def load_founding_peers(data_dir: Path) -> dict[str, str]:
 
 
 def _command_blob(entry: bytes) -> bytes | None:
+    """A regular entry is its type byte and our command bytes (journal format 2)."""
     if not entry or entry[0] != _REGULAR:
         return None  # no-op, membership or version entries
-    try:
-        framed = _PlainUnpickler(io.BytesIO(entry[1:])).load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError):
-        return None
-    if isinstance(framed, tuple) and len(framed) >= 2 and isinstance(framed[1], tuple | list):
-        args = framed[1]
-        if len(args) == 1 and isinstance(args[0], bytes):
-            return args[0]
-    return None
+    return entry[1:]
 
 
 def read_local_state(data_dir: Path) -> KVState:

@@ -19,7 +19,7 @@ Cost, measured with ``tests/cluster/bench_raft.py`` (3 processes, loopback,
 entries (:mod:`consensus.batching`). On a shared VM, measured back to back,
 32 writers went from 1.4k to 3.8k writes/s and from 1270 to 380 µs of CPU per
 write (all three processes). One writer stays at about 4.4 ms of CPU per write:
-one entry each, spent in pysyncobj's per-message work (pickle, Fernet, ticks)
+one entry each, spent in the engine's per-message work (encoding, Fernet, ticks)
 on all three nodes. Details in ``consensus/DESIGN.md``.
 """
 
@@ -37,12 +37,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pysyncobj.poller import POLL_EVENT_TYPE
-
-from consensus._compat import close_pipe_notifier, install_journal_hook, install_snapshot_store
+from consensus._vendor.pysyncobj.poller import POLL_EVENT_TYPE
 from consensus.config import Durability, RaftConfig, to_syncobj_conf
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
+from consensus.pki import tls_contexts
 from consensus.snapshot import SnapshotError
 from consensus.state import ChangeSet, KVState
 from consensus.state_machine import Listener, ReplicatedStore
@@ -89,7 +88,6 @@ class RaftNode:
     """Journal, dump store, SyncObj and tick thread of one Coffer node."""
 
     def __init__(self, config: RaftConfig) -> None:
-        install_journal_hook()
         self.config = config
         self.failure: str | None = None
         self.on_progress: Callable[[int], None] | None = None
@@ -98,6 +96,7 @@ class RaftNode:
         self._raw_status: dict[str, Any] = {}
         self._last_sync = self._next_ping = self._next_status = 0.0
         self._last_applied = 0
+        self._lease_until = 0.0
         root = Path(config.data_dir)
         self._lock_fd = _prepare_dir(root)
         journal: DurableJournal | None = None
@@ -110,7 +109,13 @@ class RaftNode:
             )
             self._align_journal_with_dump()
             transport = functools.partial(self._make_transport, self._journal, self._strict)
-            conf = to_syncobj_conf(config, journal=self._journal, dump_file=root / "dump.jsonl")
+            conf = to_syncobj_conf(
+                config,
+                journal=self._journal,
+                dump_file=root / "dump.jsonl",
+                snapshot_store=self._store,
+                tls_contexts=tls_contexts(config.tls, root / "tls") if config.tls else None,
+            )
             self._obj = ReplicatedStore(
                 config.cluster_addr, list(config.peers.values()), conf, self._state, transport
             )
@@ -121,7 +126,6 @@ class RaftNode:
             if isinstance(exc, OSError | SnapshotError | ValueError):
                 raise StorageError(f"cannot open raft storage at {root}: {exc}") from exc
             raise
-        install_snapshot_store(self._obj, self._store)
         # A dump replaces the whole state (start-up, or a snapshot from the
         # leader): every cached key may be stale.
         self._store.on_loaded = lambda index: self._obj.notify(
@@ -186,7 +190,6 @@ class RaftNode:
             log.exception("raft shutdown failed")
         self._store.close()
         self._obj._poller.unsubscribe(self._wake_r)
-        close_pipe_notifier(self._obj)
         wake_r, wake_w, self._wake_r, self._wake_w = self._wake_r, self._wake_w, -1, -1
         os.close(wake_r)
         os.close(wake_w)
@@ -228,6 +231,9 @@ class RaftNode:
         if now >= self._next_status:
             self._raw_status = self._obj.getStatus()
             self._next_status = now + _STATUS_EVERY
+        # Our clock is read before the engine's, so the expiry errs early, never late.
+        before = time.monotonic()
+        self._lease_until = before + float(self._obj.leaseRemaining(self.config.lease_duration))
         applied = self.applied_index()
         if applied != self._last_applied:
             self._last_applied = applied
@@ -261,7 +267,7 @@ class RaftNode:
         self._obj.add_listener(listener)
 
     def submit(self, blob: bytes, callback: Callable[[Any, int], None]) -> None:
-        self._obj.apply(blob, callback=callback)
+        self._obj.submit(blob, callback)
 
     def add_node(self, address: str, callback: Callable[[Any, int], None]) -> None:
         self._obj.addNodeToCluster(address, callback=callback)
@@ -274,6 +280,14 @@ class RaftNode:
 
     def is_leader(self) -> bool:
         return bool(self._obj._isLeader())
+
+    def has_lease(self) -> bool:
+        """Leader, and a majority acknowledged it within ``config.lease_duration``.
+
+        The expiry is computed on the Raft thread every tick; if that thread
+        stalls the lease simply runs out.
+        """
+        return self.is_leader() and time.monotonic() < self._lease_until
 
     def leader_address(self) -> str | None:
         leader = self._obj._getLeader()
@@ -303,6 +317,7 @@ class RaftNode:
             "applied_index": self.applied_index(),
             "log_length": raw.get("log_len"),
             "has_quorum": raw.get("has_quorum"),
+            "has_lease": self.has_lease(),
             "match_index": {
                 key.removeprefix("match_idx_server_"): value
                 for key, value in raw.items()

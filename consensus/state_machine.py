@@ -1,10 +1,10 @@
-"""The pysyncobj replica: one replicated method, ``apply(blob: bytes)``.
+"""The pysyncobj replica: every regular log entry is ``apply(blob: bytes)``.
 
 Everything replicated goes through :meth:`ReplicatedStore.apply` as an
 explicitly encoded :mod:`consensus.commands` blob (one command, or a batch
-of transactions that share the entry); pysyncobj only ever pickles
-``(method id, (bytes,))`` around it. One method also means the
-library's method-id numbering (sorted names) can never shift under a log.
+of transactions that share the entry). The vendored engine stores it as its
+one-byte entry type followed by the blob itself (upstream pickled a method id
+and arguments around it), and hands it back through ``applyCommandPayload``.
 
 ``apply`` runs on the Raft thread, in log order, on every node. A write's
 revision derives from the index of the entry being applied (plus the state's
@@ -21,8 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pysyncobj import SyncObj, SyncObjConf, replicated
-
+from consensus._vendor.pysyncobj import SyncObj, SyncObjConf
 from consensus.commands import (
     Batch,
     Command,
@@ -68,7 +67,13 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             except Exception:
                 log.exception("a change listener failed")
 
-    @replicated  # type: ignore[untyped-decorator]
+    def submit(self, blob: bytes, callback: Callable[[Any, int], None]) -> None:
+        """Replicate ``blob`` as one log entry; ``callback(result, FAIL_REASON)``."""
+        self.submitCommand(blob, callback)
+
+    def applyCommandPayload(self, payload: bytes) -> bytes:
+        return self.apply(payload)
+
     def apply(self, blob: bytes) -> bytes:
         index = self.raftLastApplied + 1
         command: Command | Batch | Rejected

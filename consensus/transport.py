@@ -27,9 +27,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pysyncobj.transport import TCPTransport
-
-from consensus._compat import bind_outgoing
+from consensus._vendor.pysyncobj.transport import TCPTransport
 from consensus.follower import reconcile
 from consensus.journal import DurableJournal
 
@@ -121,11 +119,6 @@ class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyp
         return True
 
     # -- outgoing --------------------------------------------------------------------
-
-    def _connectIfNecessarySingle(self, node: Any) -> bool:
-        host = str(self._selfNode.host) if self._selfNode is not None else ""
-        with bind_outgoing(host.strip("[]")):
-            return bool(super()._connectIfNecessarySingle(node))
 
     def send(self, node: Any, message: Any) -> bool:
         if isinstance(message, dict) and message.get("type") == "next_node_idx":

@@ -113,7 +113,7 @@ class Cluster:
         replica = self.replica
         if self.removed or self.core.sealed or replica is None:
             return False
-        return replica.is_leader()
+        return replica.is_leader() and replica.has_lease()
 
     async def state(self) -> HAState:
         replica = self.replica
@@ -121,13 +121,16 @@ class Cluster:
             return HAState(ha_enabled=True, sealed=True, removed=True)
         if self.core.sealed or replica is None:
             return HAState(ha_enabled=True, sealed=True)
+        is_leader = replica.is_leader()
         active, perf = derive_role(
             sealed=False,
-            is_leader=replica.is_leader(),
+            is_leader=is_leader,
             voter=True,
             performance_standbys=self.settings.performance_standby,
+            has_lease=is_leader and replica.has_lease(),
         )
-        leader = replica.leader()
+        # A leader without its lease knows no active node (not even itself).
+        leader = None if is_leader and not active else replica.leader()
         record: NodeRecord | None = None
         if active:
             record = self._self_record()

@@ -2,7 +2,8 @@
 
 | Raft role, seal state | HA role | ``sys/health`` |
 |---|---|---|
-| leader, unsealed | active | 200 |
+| leader holding its lease, unsealed | active | 200 |
+| leader without its lease (cut off), unsealed | standby, no active node | 429 |
 | follower (voter), unsealed, performance standbys on (default) | performance standby | 473 |
 | follower (voter), unsealed, ``disable_performance_standby = true`` | standby | 429 |
 | any, sealed | sealed | 503 |
@@ -68,11 +69,21 @@ class HAState:
 
 
 def derive_role(
-    *, sealed: bool, is_leader: bool, voter: bool, performance_standbys: bool
+    *,
+    sealed: bool,
+    is_leader: bool,
+    voter: bool,
+    performance_standbys: bool,
+    has_lease: bool = True,
 ) -> tuple[bool, bool]:
-    """(active, performance standby) for a node's Raft role and settings."""
+    """(active, performance standby) for a node's Raft role and settings.
+
+    A leader is active only while it holds its lease: cut off from its
+    majority it may already have been replaced, so it serves neither reads
+    nor writes (and no local reads as a standby either).
+    """
     if sealed:
         return False, False
     if is_leader:
-        return True, False
+        return has_lease, False
     return False, performance_standbys and voter

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m tests.cluster.bench_raft latency   # strict vs relaxed
     .venv/bin/python -m tests.cluster.bench_raft failover  # pings on vs off
+    .venv/bin/python -m tests.cluster.bench_raft snapshot  # 100k keys to a fresh node
 
 Three node processes on loopback, as in the cluster tests. Latency runs
 write fresh ~40-byte values for a few seconds per case; failover kills the
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from consensus.testing import free_port
 from tests.cluster.harness import Cluster, NodeProcess
 
 SECONDS = 3.0
@@ -93,5 +95,38 @@ def failover(trials: int = 8) -> None:
         )
 
 
+def snapshot(count: int = 100_000, size: int = 100) -> None:
+    """A fresh node added to a one-node cluster whose log was compacted: the time
+    until it has applied everything (the leader streams it the dump)."""
+    with tempfile.TemporaryDirectory() as root:
+        cluster = Cluster(Path(root), size=1)
+        cluster.start()
+        joiner: NodeProcess | None = None
+        try:
+            leader = cluster.wait_for_leader()
+            started = time.monotonic()
+            target = leader.request("fill", count=count, size=size, wait=600)
+            print(f"filled {count} keys of {size} B in {time.monotonic() - started:.1f}s")
+            leader.request("compact")
+            time.sleep(3)  # the dump is written by a thread; the journal is cut after it
+            config = dict(leader.config)
+            config.update(
+                node_id="node-2",
+                cluster_addr=f"127.0.0.1:{free_port()}",
+                data_dir=str(Path(root) / "node-2"),
+                peers={"node-1": leader.address},
+            )
+            joiner = NodeProcess("node-2", config, Path(root) / "node-2.log")
+            joiner.start()
+            started = time.monotonic()
+            leader.request("add_peer", node_id="node-2", address=config["cluster_addr"], wait=120)
+            joiner.request("wait_index", index=target, timeout=600, wait=620)
+            print(f"snapshot install + catch-up: {time.monotonic() - started:.1f}s")
+        finally:
+            if joiner is not None:
+                joiner.stop()
+            cluster.close()
+
+
 if __name__ == "__main__":
-    {"latency": latency, "failover": failover}[sys.argv[1]]()
+    {"latency": latency, "failover": failover, "snapshot": snapshot}[sys.argv[1]]()

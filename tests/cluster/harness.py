@@ -133,9 +133,13 @@ class NodeProcess:
 
 
 class Cluster:
-    def __init__(self, root: Path, size: int = 3, **overrides: Any) -> None:
+    def __init__(
+        self, root: Path, size: int = 3, *, hosts: list[str] | None = None, **overrides: Any
+    ) -> None:
+        """``hosts``: one loopback address per node (so a firewall rule can cut one off)."""
         secret = base64.b64encode(os.urandom(32)).decode()
-        addresses = {f"node-{n}": f"127.0.0.1:{free_port()}" for n in range(1, size + 1)}
+        hosts = hosts or ["127.0.0.1"] * size
+        addresses = {f"node-{n}": f"{hosts[n - 1]}:{free_port()}" for n in range(1, size + 1)}
         self.nodes: list[NodeProcess] = []
         for node_id, address in addresses.items():
             config = {

@@ -14,14 +14,17 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from consensus import Durability, RaftBackend, RaftConfig
+from consensus.pki import node_tls
 from consensus.snapshot import decode_snapshot
 from node.errors import CofferError
+from node.physical.base import Put
 
 
 class Load:
@@ -77,6 +80,16 @@ async def handle(backend: RaftBackend, loads: dict[str, Load], request: dict[str
         return None
     if op == "load_stop":
         return await loads.pop(request["prefix"]).stop()
+    if op == "fill":  # count keys of size bytes, in transactions of 1000 writes
+        count, size = request["count"], request.get("size", 100)
+        for start in range(0, count, 1000):
+            await backend.commit(
+                [
+                    Put(f"fill/{n:08d}", os.urandom(size))
+                    for n in range(start, min(count, start + 1000))
+                ]
+            )
+        return backend.committed_index()
     if op == "compact":
         backend.force_compaction()
         return None
@@ -130,6 +143,9 @@ def main() -> None:
     raw["data_dir"] = Path(raw["data_dir"])
     raw["cluster_secret"] = base64.b64decode(raw["cluster_secret"])
     raw["durability"] = Durability(raw.get("durability", "strict"))
+    if raw.pop("tls", False):  # mutual TLS as the driver sets it up
+        host = raw["cluster_addr"].rsplit(":", 1)[0]
+        raw["tls"] = node_tls(raw["cluster_secret"], raw["node_id"], host)
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,

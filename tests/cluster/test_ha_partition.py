@@ -106,3 +106,32 @@ def test_partitioned_leader_acknowledges_nothing(tmp_path: Path) -> None:
             assert node.request("GET", "/v1/secret/data/before", token=token).status == 200
     finally:
         cluster.close()
+
+
+def test_a_cut_off_active_node_stops_serving_before_another_is_elected(tmp_path: Path) -> None:
+    """The leader lease: by the time the majority has a new active node, the
+    cut-off one no longer says 200 on sys/health and refuses writes. (Once it
+    has stepped down it is a standby that lost its leader; whether such a node
+    still serves local reads is the performance standby's staleness bound.)"""
+    require(iptables_usable(), "iptables (as root) is needed to partition a node")
+    cluster = Cluster(tmp_path, 3)
+    try:
+        cluster.bootstrap()
+        token = cluster.root_token
+        old = cluster.active()
+        others = [n for n in cluster.nodes if n is not old]
+        path = "/v1/secret/data/leased"
+        assert old.request("PUT", path, {"data": {"v": "1"}}, token=token).status == 200
+        assert old.health() == 200
+        assert old.request("GET", path, token=token).status == 200
+
+        with partitioned(old.raft_ip):
+            new = cluster.active(among=others, timeout=20)
+            assert old.health() != 200
+            write = old.request("PUT", path, {"data": {"v": "2"}}, token=token, timeout=15)
+            assert write.status == 503, (write.status, write.json)
+            assert write.json["errors"] == ["no active node"]
+            assert new.request("PUT", path, {"data": {"v": "3"}}, token=token).status == 200
+        wait_until(lambda: old.health() == 473, 20, "the old leader as a standby")
+    finally:
+        cluster.close()

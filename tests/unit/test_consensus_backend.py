@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import consensus._compat as compat
 from consensus import ChangeSet, RaftBackend, RaftConfig
-from consensus.commands import Applied, Txn, new_command_id
+from consensus.commands import Applied, Txn, decode_command, new_command_id
 from consensus.journal import DurableJournal
 from consensus.node import RaftNode
 from consensus.testing import free_port, lose_first_callback, make_config, open_single_node
@@ -113,8 +112,14 @@ async def test_a_failed_fsync_stops_the_node(
         await backend.get("before")
 
 
-def test_exactly_one_replicated_method(backend: RaftBackend) -> None:
-    assert list(backend._node._obj._methodToID) == ["apply_v0"]
+async def test_a_log_entry_is_its_type_byte_and_our_command(backend: RaftBackend) -> None:
+    await backend.put("plain", b"v")
+
+    regular = [raw for raw, _, _ in backend._node._journal if raw[:1] == b"\x00"]
+    assert regular
+    for raw in regular:
+        assert isinstance(decode_command(raw[1:]), Txn)
+    assert not backend._node._obj._methodToID  # no pickled method calls
 
 
 async def test_data_survives_a_restart(backend: RaftBackend, config: RaftConfig) -> None:
@@ -366,22 +371,6 @@ async def test_membership_add_and_remove(backend: RaftBackend, tmp_path: Path) -
             await backend.remove_peer("node-1")
     finally:
         await joiner.close()
-
-
-def test_unsupported_pysyncobj_versions_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    compat._check()
-    monkeypatch.setattr(compat, "VERSION", "0.3.18")
-
-    with pytest.raises(ImportError, match="re-check"):
-        compat._check()
-
-
-def test_journal_hook_only_replaces_the_library_function() -> None:
-    compat.install_journal_hook()
-    compat.install_journal_hook()  # idempotent
-
-    assert compat._syncobj.createJournal is compat._create_journal
-    assert type(compat._create_journal(None)).__name__ == "MemoryJournal"
 
 
 async def test_close_leaves_no_thread_or_file_descriptor(tmp_path: Path) -> None:

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pysyncobj import pickle as sync_pickle
-from pysyncobj.transport import TCPTransport
 
+from consensus._vendor.pysyncobj.transport import TCPTransport
 from consensus.commands import Txn, encode_command
 from consensus.follower import reconcile
 from consensus.node import RaftNode
@@ -151,9 +150,8 @@ def follower(tmp_path: Path) -> Iterator[RaftNode]:
 
 
 def entry(node: RaftNode, index: int) -> tuple[bytes, int, int]:
-    func_id = node._obj._methodToID["apply_v0"]
     blob = encode_command(Txn(f"id-{index}", (Put(f"k{index}", b"v"),)))
-    return (b"\x00" + sync_pickle.dumps((func_id, (blob,))), index, 1)
+    return (b"\x00" + blob, index, 1)
 
 
 def deliver(node: RaftNode, message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -182,3 +182,11 @@ def test_a_foreign_file_is_refused(path: Path) -> None:
 
     with pytest.raises(ValueError, match="not a Coffer raft journal"):
         DurableJournal(path)
+
+
+def test_a_format_1_journal_with_pickled_entries_is_refused_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "journal"
+    path.write_bytes(b"CFRJRNL1" + b"\x00" * 40)
+
+    with pytest.raises(ValueError, match="format 1"):
+        DurableJournal(path)

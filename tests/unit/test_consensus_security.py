@@ -8,22 +8,27 @@ interface, and the files on disk must be private and free of our pickles.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import socket
 import stat
+import struct
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from pysyncobj import SyncObjConf
-from pysyncobj.transport import TCPTransport
 
 from consensus import RaftBackend, RaftConfig, RaftConfigError
+from consensus._vendor.pysyncobj import SyncObjConf
+from consensus._vendor.pysyncobj.transport import TCPTransport
 from consensus.config import derive_transport_password, to_syncobj_conf
+from consensus.dumps import SnapshotStore
+from consensus.journal import DurableJournal
 from consensus.state import KVState
 from consensus.state_machine import ReplicatedStore
-from consensus.testing import TEST_TIMERS, make_config, open_single_node, single_node
+from consensus.testing import TEST_TIMERS, free_port, make_config, open_single_node, single_node
 
 MARKER = b"CIPHERTEXT-MARKER-7f3a"
 
@@ -64,7 +69,7 @@ def test_refuses_to_start_without_key_material(tmp_path: Path, secret: object) -
 def test_the_library_always_gets_a_password_derived_from_the_secret(tmp_path: Path) -> None:
     config = make_config(tmp_path)
 
-    conf = to_syncobj_conf(config, journal=None, dump_file=tmp_path / "dump")
+    conf = to_syncobj_conf(config, journal=None, dump_file=tmp_path / "dump", snapshot_store=None)
 
     assert conf.password == derive_transport_password(config.cluster_secret)
     assert conf.password != derive_transport_password(os.urandom(32))
@@ -72,10 +77,17 @@ def test_the_library_always_gets_a_password_derived_from_the_secret(tmp_path: Pa
     assert "cluster_secret" not in repr(config)
 
 
-def observer(address: str, secret: bytes) -> ReplicatedStore:
+def observer(address: str, secret: bytes, data_dir: Path) -> ReplicatedStore:
     """A read-only pysyncobj member: the library hands it the whole log."""
-    conf = SyncObjConf(password=derive_transport_password(secret), connectionRetryTime=0.1)
-    return ReplicatedStore(None, [address], conf, KVState(), TCPTransport)
+    data_dir.mkdir()
+    state, journal = KVState(), DurableJournal(data_dir / "journal")
+    conf = SyncObjConf(
+        password=derive_transport_password(secret),
+        connectionRetryTime=0.1,
+        journalFile=journal,
+        snapshotStore=SnapshotStore(data_dir / "dump", state, journal, 1 << 20),
+    )
+    return ReplicatedStore(None, [address], conf, state, TCPTransport)
 
 
 async def observed_keys(store: ReplicatedStore, seconds: float) -> list[str]:
@@ -86,11 +98,13 @@ async def observed_keys(store: ReplicatedStore, seconds: float) -> list[str]:
     return store.kv.list("")
 
 
-async def test_only_the_right_secret_can_read_the_replicated_log(backend: RaftBackend) -> None:
+async def test_only_the_right_secret_can_read_the_replicated_log(
+    backend: RaftBackend, tmp_path: Path
+) -> None:
     await backend.put("secret/app", MARKER)
     address = backend.status()["address"]
-    wrong = observer(address, os.urandom(32))
-    right = observer(address, backend._config.cluster_secret)
+    wrong = observer(address, os.urandom(32), tmp_path / "wrong")
+    right = observer(address, backend._config.cluster_secret, tmp_path / "right")
     try:
         assert await observed_keys(right, 10) == ["secret/"], "positive control"
         assert await observed_keys(wrong, 1.5) == []
@@ -117,19 +131,6 @@ async def test_a_peer_with_the_wrong_secret_cannot_join(
         assert [server.node_id for server in backend.configuration()] == ["node-1"]
     finally:
         await intruder.close()
-
-
-async def test_syncobj_admin_commands_are_refused_even_with_the_password(
-    backend: RaftBackend,
-) -> None:
-    from pysyncobj.utility import TcpUtility, UtilityException
-
-    password = derive_transport_password(backend._config.cluster_secret)
-    utility = TcpUtility(password=password, timeout=2)
-
-    with pytest.raises(UtilityException):
-        await asyncio.to_thread(utility.executeCommand, backend.status()["address"], ["status"])
-    assert backend.is_leader()
 
 
 # -- network exposure ---------------------------------------------------------------------
@@ -210,3 +211,105 @@ async def test_a_second_process_cannot_open_the_same_data(
 
     with pytest.raises(StorageError, match="in use"):
         await RaftBackend.open(make_config(tmp_path / "raft"))
+
+
+# -- the raft port under hostile bytes (issue 14 item 4) --------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def three_nodes(tmp_path: Path) -> AsyncIterator[list[RaftBackend]]:
+    """A real 3-node cluster in this process, on loopback, with calm timers."""
+    secret = os.urandom(32)
+    addresses = {f"n{i}": f"127.0.0.1:{free_port()}" for i in range(3)}
+    calm = {
+        "heartbeat_interval": 0.05,
+        "election_timeout_min": 1.0,
+        "election_timeout_max": 2.0,
+        "connection_timeout": 2.0,
+        "leader_step_down_timeout": 2.0,
+    }
+    nodes: list[RaftBackend] = []
+    try:
+        for node_id, address in addresses.items():
+            config = RaftConfig(
+                node_id,
+                address,
+                tmp_path / node_id,
+                secret,
+                peers={k: v for k, v in addresses.items() if k != node_id},
+                **calm,
+            )
+            nodes.append(await RaftBackend.open(config))
+        for node in nodes:
+            await node.wait_for_leader(20)
+        yield nodes
+    finally:
+        for node in nodes:
+            await node.close()
+
+
+def refused(address: str, payload: bytes) -> bool:
+    """Send ``payload`` on a raw connection; True if the node closed it."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(payload)
+        try:
+            while chunk := sock.recv(4096):
+                del chunk  # a node answers nothing before a valid handshake
+        except ConnectionResetError:
+            pass
+    return True
+
+
+HOSTILE = [
+    struct.pack(">I", 2**31) + b"A" * 65536,  # the 2 GiB prefix of issue 14
+    struct.pack(">I", 2**32 - 1),
+    struct.pack("<i", -5) + b"x" * 100,
+    struct.pack(">I", 4097) + b"x" * 4097,  # over the pre-handshake cap
+    struct.pack(">I", 12) + b"not a token!",  # not Fernet
+    b"\x80\x02cos\nsystem\n" * 50,  # a pickle
+]
+
+
+async def test_hostile_frames_close_the_connection_and_leave_the_leader_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with three_nodes(tmp_path) as nodes:
+        await nodes[0].put("before", b"1")
+        leader = nodes[0].leader()
+        terms = [node.status()["term"] for node in nodes]
+
+        with caplog.at_level(logging.WARNING, logger="consensus._vendor.pysyncobj"):
+            for node in nodes:
+                for payload in HOSTILE:
+                    assert await asyncio.to_thread(refused, node.status()["address"], payload)
+        # Each connection was closed because its frame was refused (not by a timeout).
+        closed = [
+            r.getMessage() for r in caplog.records if "closing a raft connection" in r.getMessage()
+        ]
+        assert len(closed) == len(HOSTILE) * len(nodes), closed
+        assert sum("exceeds the cap" in message for message in closed) == 5 * len(nodes)
+
+        revision = await nodes[1].put("after", b"2")
+        for node in nodes:
+            await node.wait_for_index(revision, 10)
+            assert await node.get("after") is not None
+        assert [node.status()["term"] for node in nodes] == terms
+        assert nodes[2].leader() == leader
+
+
+def _silent_client(address: str) -> bytes:
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        try:
+            return sock.recv(1)  # b"" once the node closes it
+        except ConnectionResetError:
+            return b""
+
+
+async def test_a_connection_that_never_identifies_itself_is_closed(backend: RaftBackend) -> None:
+    """Nothing is sent, so no socket event ever fires on the node's side: only the
+    transport's own clock (connection_timeout, 0.5 s here) can end it."""
+    closed = await asyncio.to_thread(_silent_client, backend.status()["address"])
+    assert closed == b""
+    assert backend.is_leader()

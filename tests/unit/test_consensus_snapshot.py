@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from pysyncobj.config import SERIALIZER_STATE
-from pysyncobj.node import TCPNode
 
+from consensus._vendor.pysyncobj.config import SERIALIZER_STATE
+from consensus._vendor.pysyncobj.node import TCPNode
 from consensus.commands import Applied, Mismatch, Txn
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
