@@ -52,6 +52,9 @@ __all__ = ["SnapshotStore"]
 
 log = logging.getLogger(__name__)
 
+#: A journal smaller than this is never compacted for its size alone.
+JOURNAL_COMPACT_BYTES = 4 * 1024 * 1024
+
 
 class SnapshotStore:
     """The dump file at ``path``, its writer thread and its transmissions."""
@@ -70,6 +73,7 @@ class SnapshotStore:
         #: The dump on disk: its identity and size (what followers are sent).
         self.dump_id: tuple[SnapshotId, int] | None = None
         self._written_id: tuple[SnapshotId, int] | None = None
+        self._floor: int | None = 0  # journal bytes not counted towards a compaction
         self.failed: str | None = None  # set when a load fails; the node fail-stops
         #: Called with the dump's index after the state was replaced by a dump.
         self.on_loaded: Callable[[int], None] | None = None
@@ -159,6 +163,7 @@ class SnapshotStore:
         if not self._written:
             return SERIALIZER_STATE.FAILED, self._serialize_id
         self.dump_id = self._written_id
+        self._floor = None  # pysyncobj cuts the journal right after this returns
         self._close_outgoing()  # followers move on to the new dump
         return SERIALIZER_STATE.SUCCESS, self._serialize_id
 
@@ -212,7 +217,25 @@ class SnapshotStore:
         if current is not None:
             current.close()
 
-    # -- ours ----------------------------------------------------------------------
+    # -- ours ---------------------------------------------------------------------
+
+    def compaction_due(self) -> bool:
+        """Whether the journal outgrew the dump (and :data:`JOURNAL_COMPACT_BYTES`).
+
+        A restart loads the dump and replays the journal after it; compacting
+        once the journal is bigger than the dump keeps that replay no costlier
+        than the load. pysyncobj's own triggers count entries, and a batch
+        entry can carry hundreds of writes, so they fire far too late.
+        """
+        if self._writer is not None:
+            return False
+        if self._floor is None:  # the first call since a compaction cut the journal
+            self._floor = self._journal.size_bytes
+        dump_bytes = self.dump_id[1] if self.dump_id is not None else 0
+        grown = self._journal.size_bytes - self._floor  # what was not yet applied stays
+        return grown > max(JOURNAL_COMPACT_BYTES, dump_bytes)
+
+    # -- internals ----------------------------------------------------------------------
 
     def close(self) -> None:
         if self._writer is not None:
