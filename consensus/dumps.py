@@ -19,10 +19,11 @@ Here a dump is a cheap copy of the state taken on the Raft thread (values are
 immutable bytes, so a shallow dict copy), encoded and written by a plain
 thread: tmp + fsync + rename + directory fsync, no fork. pysyncobj truncates
 its journal only after :meth:`checkSerializing` reports success, i.e. after
-the dump is durable. A snapshot streamed from the leader is written to a side
-file, fsynced and fully verified, and refused if it is older than what this
-node has applied or if our log already holds its last entry (Raft keeps the
-log then; pysyncobj would discard it).
+the dump is durable. A snapshot streamed from the leader arrives in
+acknowledged, resumable chunks (:mod:`consensus.snapshot_stream`) into a side
+file; once complete it is checked against its digest, fully verified, and
+refused if it is older than what this node has applied or if our log already
+holds its last entry (Raft keeps the log then; pysyncobj would discard it).
 """
 
 from __future__ import annotations
