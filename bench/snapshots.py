@@ -1,6 +1,7 @@
 """Restart to ready, and a snapshot installed on a fresh node, with N secrets stored.
 
     python -m bench.snapshots --secrets 100000 --out bench/results/snapshots.jsonl
+    python -m bench.snapshots --secrets 100000 --revision c8c9084   # before
 
 Three ``coffer server`` nodes on Raft (``bench.coffer_targets.CofferCluster``)
 are loaded with N KV v2 secrets (100-byte values, 64 writes in flight, as
@@ -26,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.coffer_targets import CofferCluster, CofferNode, _joined
+from bench.coffer_targets import CofferCluster, CofferNode, ServeFlags, _joined
 from bench.procs import free_port, wait_until
 from bench.scale import _disk_mib, load_secrets
 
@@ -46,9 +47,9 @@ def _sizes(path: Path) -> dict[str, float]:
     }
 
 
-def measure(count: int) -> dict[str, Any]:
-    target = CofferCluster(3)
-    record: dict[str, Any] = {"suite": "snapshots", "secrets": count}
+def measure(count: int, revision: str = "") -> dict[str, Any]:
+    target = CofferCluster(3, ServeFlags(revision=revision))
+    record: dict[str, Any] = {"suite": "snapshots", "secrets": count, "code": revision or "tree"}
     with target:
         ep = target.endpoints("active")
         seconds, errors = asyncio.run(load_secrets(ep, count))
@@ -98,8 +99,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--secrets", type=int, default=100_000)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--revision", default="", help="run the servers of this commit")
     args = parser.parse_args()
-    record = measure(args.secrets)
+    record = measure(args.secrets, args.revision)
     line = json.dumps(record, sort_keys=True)
     print(line, flush=True)
     if args.out is not None:
