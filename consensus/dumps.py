@@ -74,7 +74,7 @@ class SnapshotStore:
         #: The dump on disk: its identity and size (what followers are sent).
         self.dump_id: tuple[SnapshotId, int] | None = None
         self._written_id: tuple[SnapshotId, int] | None = None
-        self._floor: int | None = 0  # journal bytes not counted towards a compaction
+        self._applied_bytes = 0  # entry bytes applied since the dump (compactionPoint)
         self.failed: str | None = None  # set when a load fails; the node fail-stops
         #: Called with the dump's index after the state was replaced by a dump.
         self.on_loaded: Callable[[int], None] | None = None
@@ -132,6 +132,7 @@ class SnapshotStore:
         self._loaded = None
         image, raft = loaded
         self._state.load(image)
+        self._applied_bytes = 0  # the journal after the dump is replayed (and counted) next
         if self.on_loaded is not None:
             self.on_loaded(raft.index)
         return None, raft.last, raft.prev, [TCPNode(address) for address in raft.cluster]
@@ -146,6 +147,7 @@ class SnapshotStore:
             tuple(sorted(node.id for node in cluster if node is not None)),
         )
         image = self._state.capture()  # on the Raft thread: consistent with `last`
+        self._applied_bytes = 0
         self._serialize_id = id
         self._written = False
         self._writer = threading.Thread(
@@ -164,7 +166,6 @@ class SnapshotStore:
         if not self._written:
             return SERIALIZER_STATE.FAILED, self._serialize_id
         self.dump_id = self._written_id
-        self._floor = None  # pysyncobj cuts the journal right after this returns
         self._close_outgoing()  # followers move on to the new dump
         return SERIALIZER_STATE.SUCCESS, self._serialize_id
 
@@ -220,21 +221,25 @@ class SnapshotStore:
 
     # -- ours ---------------------------------------------------------------------
 
-    def compaction_due(self) -> bool:
-        """Whether the journal outgrew the dump (and :data:`JOURNAL_COMPACT_BYTES`).
+    def compactionPoint(self, index: int, size: int) -> bool:
+        """Called by the engine after applying entry ``index`` of ``size`` bytes:
+        compact here once the entries applied since the dump outgrew the dump
+        (and :data:`JOURNAL_COMPACT_BYTES`).
 
         A restart loads the dump and replays the journal after it; compacting
-        once the journal is bigger than the dump keeps that replay no costlier
+        once that journal is bigger than the dump keeps the replay no costlier
         than the load. pysyncobj's own triggers count entries, and a batch
-        entry can carry hundreds of writes, so they fire far too late.
+        entry can carry hundreds of writes, so they fired far too late. The
+        decision depends only on the dump and the entries applied since, which
+        are the same on every node that holds the same dump: those nodes
+        compact at the same index and write byte-identical dumps, so a
+        follower's partial snapshot is still good on a new leader.
         """
+        self._applied_bytes += size
         if self._writer is not None:
-            return False
-        if self._floor is None:  # the first call since a compaction cut the journal
-            self._floor = self._journal.size_bytes
+            return False  # this node skips the point (and may then compact apart)
         dump_bytes = self.dump_id[1] if self.dump_id is not None else 0
-        grown = self._journal.size_bytes - self._floor  # what was not yet applied stays
-        return grown > max(JOURNAL_COMPACT_BYTES, dump_bytes)
+        return self._applied_bytes > max(JOURNAL_COMPACT_BYTES, dump_bytes)
 
     # -- internals ----------------------------------------------------------------------
 

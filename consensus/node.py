@@ -239,8 +239,6 @@ class RaftNode:
                 self.on_progress(applied)
         if self._store.failed:
             raise StorageError(self._store.failed)
-        if self._store.compaction_due():  # restarts load the dump, then replay this much
-            self._obj.forceLogCompaction()
 
     def _make_transport(self, journal: DurableJournal, strict: bool, *args: Any) -> CofferTransport:
         self._transport = CofferTransport(*args, journal=journal, defer_acks=strict)

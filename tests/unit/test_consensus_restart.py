@@ -4,7 +4,7 @@ pysyncobj compacts after ``compaction_min_entries`` entries or
 ``compaction_min_time``; a batch entry can carry hundreds of writes, so a
 busy node used to keep its whole history in the journal and replay all of
 it on every start (25 s to ready with 100,000 secrets). The store now also
-compacts once the journal outgrew the dump (:meth:`SnapshotStore.compaction_due`).
+compacts once the journal outgrew the dump (:meth:`SnapshotStore.compactionPoint`).
 """
 
 from __future__ import annotations

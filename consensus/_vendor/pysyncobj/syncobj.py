@@ -801,6 +801,15 @@ class SyncObj(object):
                     logger.error(
                         'request to switch to unsupported code version (self version: %d, requested version: %d)' %
                         (self.__selfCodeVersion, e.ver))
+                # coffer: the store picks compaction points from the applied entries
+                # alone, so nodes holding the same dump compact at the same index
+                # (identical dumps: a snapshot transfer resumes on a new leader).
+                # The entry-count trigger is taken here too, counted from the log's
+                # start (the dump's index), not from the log's length.
+                if self.__serializer.compactionPoint(entry[1], len(entry[0])) or \
+                        entry[1] - self.__raftLog[0][1] >= self.__conf.logCompactionMinEntries:
+                    self.__forceLogCompaction = True
+                    break
 
             if not self.__conf.appendEntriesUseBatch:
                 needSendAppendEntries = True
