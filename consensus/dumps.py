@@ -221,10 +221,11 @@ class SnapshotStore:
 
     # -- ours ---------------------------------------------------------------------
 
-    def compactionPoint(self, index: int, size: int) -> bool:
+    def compactionPoint(self, index: int, size: int, count_due: bool) -> bool:
         """Called by the engine after applying entry ``index`` of ``size`` bytes:
         compact here once the entries applied since the dump outgrew the dump
-        (and :data:`JOURNAL_COMPACT_BYTES`).
+        (and :data:`JOURNAL_COMPACT_BYTES`), or when the engine's entry count
+        says so (``count_due``), unless a dump is still being written.
 
         A restart loads the dump and replays the journal after it; compacting
         once that journal is bigger than the dump keeps the replay no costlier
@@ -239,7 +240,7 @@ class SnapshotStore:
         if self._writer is not None:
             return False  # this node skips the point (and may then compact apart)
         dump_bytes = self.dump_id[1] if self.dump_id is not None else 0
-        return self._applied_bytes > max(JOURNAL_COMPACT_BYTES, dump_bytes)
+        return count_due or self._applied_bytes > max(JOURNAL_COMPACT_BYTES, dump_bytes)
 
     # -- internals ----------------------------------------------------------------------
 

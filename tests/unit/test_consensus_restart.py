@@ -52,3 +52,26 @@ async def test_a_big_journal_is_compacted_and_a_restart_replays_only_its_tail(
         assert backend.applied_index() >= last
     finally:
         await backend.close()
+
+
+def test_no_compaction_point_while_a_dump_is_being_written(tmp_path: Path) -> None:
+    """Otherwise every entry applied during a long dump would end its tick's apply loop."""
+    import threading
+
+    from consensus.dumps import SnapshotStore
+    from consensus.journal import DurableJournal
+    from consensus.state import KVState
+
+    tmp_path.chmod(0o700)
+    journal = DurableJournal(tmp_path / "journal")
+    store = SnapshotStore(tmp_path / "dump.jsonl", KVState(), journal, chunk=4096)
+    try:
+        assert store.compactionPoint(10, 100, True), "the entry count is due"
+        assert not store.compactionPoint(11, JOURNAL_COMPACT_BYTES - 200, False)
+        assert store.compactionPoint(12, 200, False), "past 4 MiB of applied entries"
+        store._writer = threading.Thread()  # a dump under way
+        assert not store.compactionPoint(13, JOURNAL_COMPACT_BYTES, True)
+    finally:
+        store._writer = None
+        store.close()
+        journal._destroy()

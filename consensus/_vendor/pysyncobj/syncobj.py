@@ -806,8 +806,8 @@ class SyncObj(object):
                 # (identical dumps: a snapshot transfer resumes on a new leader).
                 # The entry-count trigger is taken here too, counted from the log's
                 # start (the dump's index), not from the log's length.
-                if self.__serializer.compactionPoint(entry[1], len(entry[0])) or \
-                        entry[1] - self.__raftLog[0][1] >= self.__conf.logCompactionMinEntries:
+                countDue = entry[1] - self.__raftLog[0][1] >= self.__conf.logCompactionMinEntries
+                if self.__serializer.compactionPoint(entry[1], len(entry[0]), countDue):
                     self.__forceLogCompaction = True
                     break
 
