@@ -2,6 +2,12 @@
 
     python -m bench.snapshots --secrets 100000 --out bench/results/snapshots.jsonl
     python -m bench.snapshots --secrets 100000 --revision c8c9084   # before
+    python -m bench.snapshots --secrets 100000 --replica-only       # one RaftBackend
+
+``--replica-only`` times the consensus layer alone, in this process: one
+``RaftBackend`` gets N keys of 300 random bytes in transactions of 256, is
+closed, and is timed from ``RaftBackend.open`` until it leads and has applied
+everything again (dump load plus journal replay, nothing else).
 
 Three ``coffer server`` nodes on Raft (``bench.coffer_targets.CofferCluster``)
 are loaded with N KV v2 secrets (100-byte values, 64 writes in flight, as
@@ -88,6 +94,41 @@ def measure(count: int, revision: str = "") -> dict[str, Any]:
     return record
 
 
+def measure_replica(count: int, root: Path) -> dict[str, Any]:
+    import os
+    import shutil
+
+    from consensus.backend import RaftBackend
+    from consensus.testing import make_config
+    from node.physical.base import Put
+
+    async def run() -> dict[str, Any]:
+        shutil.rmtree(root, ignore_errors=True)
+        config = make_config(root)
+        backend = await RaftBackend.open(config)
+        await backend.wait_for_leader(10)
+        for start in range(0, count, 256):
+            keys = range(start, min(count, start + 256))
+            await backend.commit([Put(f"secret/data/k{i:06d}", os.urandom(300)) for i in keys])
+        goal = backend.applied_index()
+        await asyncio.sleep(3.0)  # a dump under way finishes
+        await backend.close()
+        files = _sizes(root)
+        began = time.monotonic()
+        backend = await RaftBackend.open(config)
+        opened = time.monotonic() - began
+        await backend.wait_for_leader(120)
+        while backend.applied_index() < goal:
+            await asyncio.sleep(0.01)
+        ready = time.monotonic() - began
+        await backend.close()
+        return {"open_s": round(opened, 2), "open_to_applied_s": round(ready, 2), "files": files}
+
+    record = {"suite": "snapshots-replica", "secrets": count, **asyncio.run(run())}
+    shutil.rmtree(root, ignore_errors=True)
+    return record
+
+
 def _log(path: Path) -> str:
     try:
         return path.read_text(errors="replace")
@@ -100,8 +141,15 @@ def main() -> None:
     parser.add_argument("--secrets", type=int, default=100_000)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--revision", default="", help="run the servers of this commit")
+    parser.add_argument("--replica-only", action="store_true", help="one RaftBackend, no HTTP")
     args = parser.parse_args()
-    record = measure(args.secrets, args.revision)
+    if args.replica_only:
+        import tempfile
+
+        scratch = Path(tempfile.mkdtemp(prefix="bench-replica-")) / "raft"
+        record = measure_replica(args.secrets, scratch)
+    else:
+        record = measure(args.secrets, args.revision)
     line = json.dumps(record, sort_keys=True)
     print(line, flush=True)
     if args.out is not None:
