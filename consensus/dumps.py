@@ -19,30 +19,42 @@ Here a dump is a cheap copy of the state taken on the Raft thread (values are
 immutable bytes, so a shallow dict copy), encoded and written by a plain
 thread: tmp + fsync + rename + directory fsync, no fork. pysyncobj truncates
 its journal only after :meth:`checkSerializing` reports success, i.e. after
-the dump is durable. A snapshot streamed from the leader is written to a side
-file, fsynced and fully verified, and refused if it is older than what this
-node has applied or if our log already holds its last entry (Raft keeps the
-log then; pysyncobj would discard it).
+the dump is durable. A snapshot streamed from the leader arrives in
+acknowledged, resumable chunks (:mod:`consensus.snapshot_stream`) into a side
+file; once complete it is checked against its digest, fully verified, and
+refused if it is older than what this node has applied or if our log already
+holds its last entry (Raft keeps the log then; pysyncobj would discard it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from consensus._vendor.pysyncobj.config import SERIALIZER_STATE
 from consensus._vendor.pysyncobj.node import TCPNode
 from consensus.journal import DurableJournal, fsync_dir
 from consensus.snapshot import RaftPoint, SnapshotError, decode_snapshot, encode_snapshot
+from consensus.snapshot_stream import (
+    Chunk,
+    ChunkAck,
+    IncomingSnapshot,
+    OutgoingSnapshot,
+    SnapshotId,
+)
 from consensus.state import KVState, StateImage
 
 __all__ = ["SnapshotStore"]
 
 log = logging.getLogger(__name__)
+
+#: A journal smaller than this is never compacted for its size alone.
+JOURNAL_COMPACT_BYTES = 4 * 1024 * 1024
 
 
 class SnapshotStore:
@@ -56,9 +68,13 @@ class SnapshotStore:
         self._writer: threading.Thread | None = None
         self._written = False
         self._serialize_id: int | None = None
-        self._outgoing: dict[Any, tuple[IO[bytes], int]] = {}
-        self._incoming: IO[bytes] | None = None
+        self._outgoing: dict[Any, OutgoingSnapshot] = {}
+        self._incoming = IncomingSnapshot(path)
         self._loaded: tuple[StateImage, RaftPoint] | None = None
+        #: The dump on disk: its identity and size (what followers are sent).
+        self.dump_id: tuple[SnapshotId, int] | None = None
+        self._written_id: tuple[SnapshotId, int] | None = None
+        self._applied_bytes = 0  # entry bytes applied since the dump (compactionPoint)
         self.failed: str | None = None  # set when a load fails; the node fail-stops
         #: Called with the dump's index after the state was replaced by a dump.
         self.on_loaded: Callable[[int], None] | None = None
@@ -67,20 +83,39 @@ class SnapshotStore:
 
     def read(self, path: Path | None = None) -> tuple[StateImage, RaftPoint] | None:
         """Parse and verify the dump (``None`` if there is none)."""
+        loaded = self._read_with_id(path or self._path)
+        return None if loaded is None else loaded[0]
+
+    def _read_with_id(
+        self, path: Path
+    ) -> tuple[tuple[StateImage, RaftPoint], tuple[SnapshotId, int]] | None:
+        digest = hashlib.sha256()
+        size = 0
+
+        def hashed(lines: Iterable[bytes]) -> Iterator[bytes]:
+            nonlocal size
+            for line in lines:
+                digest.update(line)
+                size += len(line)
+                yield line
+
         try:
-            with open(path or self._path, "rb") as stream:
-                image, raft = decode_snapshot(stream)
+            with open(path, "rb") as stream:
+                image, raft = decode_snapshot(hashed(stream))
         except FileNotFoundError:
             return None
         if raft is None:
             raise SnapshotError("the dump file holds an export, not a dump")
-        return image, raft
+        return (image, raft), (SnapshotId(raft.index, raft.last[2], digest.hexdigest()), size)
 
     def preload(self) -> RaftPoint | None:
         """Verify the dump before pysyncobj loads it, so a bad one stops start-up."""
-        loaded = self.read()
-        self._loaded = loaded
-        return loaded[1] if loaded else None
+        found = self._read_with_id(self._path)
+        if found is None:
+            self._loaded = None
+            return None
+        self._loaded, self.dump_id = found
+        return self._loaded[1]
 
     # -- pysyncobj's Serializer interface ----------------------------------------
 
@@ -97,6 +132,7 @@ class SnapshotStore:
         self._loaded = None
         image, raft = loaded
         self._state.load(image)
+        self._applied_bytes = 0  # the journal after the dump is replayed (and counted) next
         if self.on_loaded is not None:
             self.on_loaded(raft.index)
         return None, raft.last, raft.prev, [TCPNode(address) for address in raft.cluster]
@@ -111,6 +147,7 @@ class SnapshotStore:
             tuple(sorted(node.id for node in cluster if node is not None)),
         )
         image = self._state.capture()  # on the Raft thread: consistent with `last`
+        self._applied_bytes = 0
         self._serialize_id = id
         self._written = False
         self._writer = threading.Thread(
@@ -128,81 +165,104 @@ class SnapshotStore:
         self._writer = None
         if not self._written:
             return SERIALIZER_STATE.FAILED, self._serialize_id
-        self._close_outgoing()  # followers restart from the new dump
+        self.dump_id = self._written_id
+        self._close_outgoing()  # followers move on to the new dump
         return SERIALIZER_STATE.SUCCESS, self._serialize_id
 
-    def getTransmissionData(self, transmissionID: Any) -> Any:
-        if self._writer is not None:
+    def getTransmissionData(self, transmissionID: Any) -> Chunk | None:
+        """The next chunk of our dump for follower ``transmissionID``, or ``None`` for now."""
+        if self._writer is not None or self.dump_id is None:
             return None  # the file is about to change; pysyncobj retries later
+        snapshot, size = self.dump_id
         current = self._outgoing.get(transmissionID)
-        if current is None:
+        if current is None or current.snapshot != snapshot:
+            if current is not None:
+                current.close()
             try:
-                current = (open(self._path, "rb"), 0)  # noqa: SIM115 (kept across ticks)
+                stream = open(self._path, "rb")  # noqa: SIM115 (kept across ticks)
             except OSError:
                 log.exception("cannot open the raft dump for a follower")
                 return None
-        stream, sent = current
+            current = OutgoingSnapshot(stream, snapshot, size, self._chunk)
+            self._outgoing[transmissionID] = current
         try:
-            data = stream.read(self._chunk)
+            return current.next_chunk()
         except OSError:
             log.exception("cannot read the raft dump for a follower")
             self.cancelTransmisstion(transmissionID)
-            return False
-        is_last = not data
-        if is_last:
-            stream.close()
-            self._outgoing.pop(transmissionID, None)
-        else:
-            self._outgoing[transmissionID] = (stream, sent + len(data))
-        return data, sent == 0, is_last
+            return None
 
-    def setTransmissionData(self, data: Any) -> bool:
-        if not (isinstance(data, tuple) and len(data) == 3 and isinstance(data[0], bytes)):
-            return False
-        chunk, is_first, is_last = data
-        side = self._path.with_name(self._path.name + ".incoming")
+    def onTransmissionAck(self, transmissionID: Any, ack: Any) -> None:
+        current = self._outgoing.get(transmissionID)
+        if current is not None and isinstance(ack, ChunkAck):
+            current.on_ack(ack)
+
+    def setTransmissionData(self, data: Any) -> bool | str | ChunkAck | None:
+        """Take a chunk: ``True`` once a snapshot is installed, ``"have"`` if it is not
+        needed (our log already covers it), else the acknowledgement to send."""
+        if not isinstance(data, Chunk):
+            return None
         try:
-            if is_first:
-                self._drop_incoming()
-                fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                self._incoming = os.fdopen(fd, "wb")
-            if self._incoming is None:
-                return False
-            self._incoming.write(chunk)
-            if not is_last:
-                return False
-            self._incoming.flush()
-            os.fsync(self._incoming.fileno())
-            self._drop_incoming()
-            return self._accept(side)
+            ack, complete = self._incoming.receive(data)
         except OSError:
             log.exception("cannot store the snapshot received from the leader")
-            self._drop_incoming()
-            return False
+            self._incoming.discard()
+            return None
+        if complete is None:
+            return ack
+        accepted = self._accept(complete, data.snapshot)
+        self._incoming.installed()
+        return True if accepted else "have"
 
     def cancelTransmisstion(self, id: Any) -> None:
         current = self._outgoing.pop(id, None)
         if current is not None:
-            current[0].close()
+            current.close()
 
-    # -- ours ----------------------------------------------------------------------
+    # -- ours ---------------------------------------------------------------------
+
+    def compactionPoint(self, index: int, size: int, count_due: bool) -> bool:
+        """Called by the engine after applying entry ``index`` of ``size`` bytes:
+        compact here once the entries applied since the dump outgrew the dump
+        (and :data:`JOURNAL_COMPACT_BYTES`), or when the engine's entry count
+        says so (``count_due``), unless a dump is still being written.
+
+        A restart loads the dump and replays the journal after it; compacting
+        once that journal is bigger than the dump keeps the replay no costlier
+        than the load. pysyncobj's own triggers count entries, and a batch
+        entry can carry hundreds of writes, so they fired far too late. The
+        decision depends only on the dump and the entries applied since, which
+        are the same on every node that holds the same dump: those nodes
+        compact at the same index and write byte-identical dumps, so a
+        follower's partial snapshot is still good on a new leader.
+        """
+        self._applied_bytes += size
+        if self._writer is not None:
+            return False  # this node skips the point (and may then compact apart)
+        dump_bytes = self.dump_id[1] if self.dump_id is not None else 0
+        return count_due or self._applied_bytes > max(JOURNAL_COMPACT_BYTES, dump_bytes)
+
+    # -- internals ----------------------------------------------------------------------
 
     def close(self) -> None:
         if self._writer is not None:
             self._writer.join()
             self._writer = None
         self._close_outgoing()
-        self._drop_incoming()
 
-    def _accept(self, side: Path) -> bool:
+    def _accept(self, side: Path, snapshot: SnapshotId) -> bool:
         try:
-            loaded = self.read(side)
+            loaded = self._read_with_id(side)
             assert loaded is not None
         except SnapshotError as exc:
             log.error("refusing a corrupt snapshot from the leader: %s", exc)
             side.unlink(missing_ok=True)
             return False
-        image, raft = loaded
+        (image, raft), dump_id = loaded
+        if dump_id[0] != snapshot:
+            log.error("refusing a snapshot whose content is not what the leader named")
+            side.unlink(missing_ok=True)
+            return False
         if (
             self._journal.term_at(raft.index) == raft.last[2]
             or raft.index < self._state.applied_index
@@ -210,33 +270,39 @@ class SnapshotStore:
             log.warning("ignoring a snapshot at %d: this node already holds it", raft.index)
             side.unlink(missing_ok=True)
             return False
+        if self._writer is not None:
+            self._writer.join()  # our own dump, being written, must not replace this one
+            self._writer = None
+            self._written = False
         os.replace(side, self._path)
         fsync_dir(self._path.parent)
         self._loaded = (image, raft)
+        self.dump_id = dump_id
+        self._close_outgoing()
         log.info("installed a snapshot at index %d from the leader", raft.index)
         return True
 
     def _write(self, image: StateImage, raft: RaftPoint) -> None:
         tmp = self._path.with_name(self._path.name + ".tmp")
+        digest = hashlib.sha256()
+        size = 0
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as stream:
                 for line in encode_snapshot(image, raft):
                     stream.write(line)
+                    digest.update(line)
+                    size += len(line)
                 stream.flush()
                 os.fsync(stream.fileno())
             os.replace(tmp, self._path)
             fsync_dir(self._path.parent)
+            self._written_id = (SnapshotId(raft.index, raft.last[2], digest.hexdigest()), size)
             self._written = True
         except Exception:
             log.exception("writing the raft dump failed")
 
     def _close_outgoing(self) -> None:
-        for stream, _ in self._outgoing.values():
-            stream.close()
+        for current in self._outgoing.values():
+            current.close()
         self._outgoing.clear()
-
-    def _drop_incoming(self) -> None:
-        if self._incoming is not None:
-            self._incoming.close()
-            self._incoming = None

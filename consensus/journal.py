@@ -268,6 +268,11 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
     def dirty(self) -> bool:
         return self._dirty
 
+    @property
+    def size_bytes(self) -> int:
+        """The journal file's length: what a restart would read and replay."""
+        return self._end
+
     def first_index(self) -> int:
         return self._entries[0][1]
 

@@ -34,6 +34,15 @@ from typing import Any, Final
 import orjson
 
 from consensus.commands import MAX_COMMAND_BYTES
+from consensus.snapshot_stream import (
+    Chunk,
+    ChunkAck,
+    ChunkError,
+    ack_from_obj,
+    ack_to_obj,
+    chunk_from_obj,
+    chunk_to_obj,
+)
 
 __all__ = [
     "APPEND_BATCH_BYTES",
@@ -57,7 +66,7 @@ class WireError(ValueError):
 _LENGTH: Final = struct.Struct(">I")
 #: Frames before the handshake completed: a random key or a node address.
 HANDSHAKE_FRAME_BYTES: Final = 4096
-#: The largest snapshot chunk the leader may send in one message.
+#: The largest snapshot chunk (its data) the leader may send in one message.
 MAX_SNAPSHOT_CHUNK_BYTES: Final = 4 * 1024 * 1024
 #: The largest single log entry: one command plus its one-byte type.
 _MAX_ENTRY_BYTES: Final = MAX_COMMAND_BYTES + 1
@@ -179,13 +188,21 @@ def _entries(value: Any) -> list[tuple[bytes, int, int]]:
     return out
 
 
-def _serialized(value: Any) -> tuple[bytes, bool, bool] | bool | None:
-    """A snapshot chunk (data, first, last), or None/False (nothing to send)."""
-    if value is None or value is False:
-        return value
-    if type(value) is not list or len(value) != 3:
-        raise _fail("snapshot chunk")
-    return (_unb64(value[0], MAX_SNAPSHOT_CHUNK_BYTES), _bool(value[1]), _bool(value[2]))
+def _serialized(value: Any) -> Chunk | None:
+    """A snapshot chunk (:mod:`consensus.snapshot_stream`), or None (a heartbeat)."""
+    if value is None:
+        return None
+    try:
+        return chunk_from_obj(value, MAX_SNAPSHOT_CHUNK_BYTES)
+    except ChunkError as exc:
+        raise WireError(str(exc)) from exc
+
+
+def _snapshot_ack(value: Any) -> ChunkAck:
+    try:
+        return ack_from_obj(value)
+    except ChunkError as exc:
+        raise WireError(str(exc)) from exc
 
 
 def _entries_json(value: Any) -> list[list[Any]]:
@@ -193,17 +210,23 @@ def _entries_json(value: Any) -> list[list[Any]]:
 
 
 def _serialized_json(value: Any) -> Any:
-    if value is None or value is False:
-        return value
-    data, first, last = value
-    if len(data) > MAX_SNAPSHOT_CHUNK_BYTES:
-        raise WireError("snapshot chunk too large")
-    return [_b64(bytes(data)), first, last]
+    if value is None:
+        return None
+    if not isinstance(value, Chunk) or len(value.data) > MAX_SNAPSHOT_CHUNK_BYTES:
+        raise WireError("not a snapshot chunk of at most the chunk cap")
+    return chunk_to_obj(value)
+
+
+def _snapshot_ack_json(value: Any) -> Any:
+    if not isinstance(value, ChunkAck):
+        raise WireError("not a snapshot acknowledgement")
+    return ack_to_obj(value)
 
 
 _TO_JSON[_command] = lambda value: _b64(bytes(value))
 _TO_JSON[_entries] = _entries_json
 _TO_JSON[_serialized] = _serialized_json
+_TO_JSON[_snapshot_ack] = _snapshot_ack_json
 
 
 # -- schemas ---------------------------------------------------------------------------------
@@ -227,10 +250,11 @@ SCHEMAS: Final[Mapping[str, tuple[Mapping[str, Kind], Mapping[str, Kind]]]] = {
         },
     ),
     # "term": the follower's, when it refuses an older leader; "lease": the
-    # leader's send stamp it echoes (the leader lease).
+    # leader's send stamp it echoes (the leader lease); "snapshot": how much of
+    # the leader's snapshot it holds (consensus.snapshot_stream).
     "next_node_idx": (
         {"next_node_idx": _int, "reset": _bool, "success": _bool},
-        {"term": _int, "lease": _int},
+        {"term": _int, "lease": _int, "snapshot": _snapshot_ack},
     ),
     "apply_command": ({"command": _command}, {"request_id": _int}),
     "apply_command_response": (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -16,6 +17,7 @@ from consensus.commands import Applied, Mismatch, Txn
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
 from consensus.snapshot import RaftPoint, SnapshotError, decode_snapshot, encode_snapshot
+from consensus.snapshot_stream import ChunkAck, SnapshotId, make_chunk
 from consensus.state import KVState
 from node.physical.base import Put
 
@@ -127,13 +129,16 @@ def test_serialize_writes_a_private_durable_dump_off_thread(tmp_path: Path) -> N
     journal._destroy()
 
 
-def stream(store: SnapshotStore, peer: object) -> list[tuple[bytes, bool, bool]]:
-    chunks = []
-    while True:
-        chunk = store.getTransmissionData(peer)
-        chunks.append(chunk)
-        if chunk[2]:
-            return chunks
+def transfer(leader: SnapshotStore, follower: SnapshotStore, peer: object = "peer") -> object:
+    """Run the chunk protocol between two stores until the follower's final answer."""
+    for _ in range(10_000):
+        chunk = leader.getTransmissionData(peer)
+        assert chunk is not None, "the window never blocks when every chunk is acknowledged"
+        result = follower.setTransmissionData(chunk)
+        if not isinstance(result, ChunkAck):
+            return result
+        leader.onTransmissionAck(peer, result)
+    raise AssertionError("the transfer never finished")
 
 
 def leader_with_dump(root: Path) -> SnapshotStore:
@@ -151,15 +156,13 @@ def test_a_snapshot_streams_to_a_follower_and_loads(tmp_path: Path) -> None:
     loaded: list[int] = []
     follower.on_loaded = loaded.append
 
-    chunks = stream(leader, "peer")
-    results = [follower.setTransmissionData(chunk) for chunk in chunks]
-
-    assert len(chunks) > 2
-    assert results[-1] is True and not any(results[:-1])
+    assert transfer(leader, follower) is True
     follower.deserialize()
     assert loaded == [1399], "subscribers hear that every key may have changed"
     assert follower_state.get("secret/app") == (MARKER, 2)
     assert follower_state.applied_index == 1399
+    assert follower.dump_id == leader.dump_id, "the installed dump keeps its identity"
+    assert not list((tmp_path / "follower").glob("*.incoming*"))
     leader.close()
     follower.close()
     journal._destroy()
@@ -173,33 +176,31 @@ def test_a_follower_refuses_a_snapshot_it_already_holds_or_has_passed(tmp_path: 
     journal.add(*POINT.prev)
     journal.add(*POINT.last)  # our log holds the snapshot's last entry: keep the log
 
-    assert stream_into(leader, follower) is False
+    assert transfer(leader, follower, "a") == "have"
     journal.clear()
     journal.add(b"\x01", 5000, 3)
     state.apply(4999, Txn("late", ()))  # we applied past the snapshot
 
-    assert stream_into(leader, follower) is False
+    assert transfer(leader, follower, "b") == "have"
     assert not (tmp_path / "follower" / "dump.jsonl").exists()
     leader.close()
     follower.close()
     journal._destroy()
 
 
-def stream_into(leader: SnapshotStore, follower: SnapshotStore) -> bool:
-    return [follower.setTransmissionData(chunk) for chunk in stream(leader, object())][-1]
-
-
-def test_a_corrupt_snapshot_is_refused_and_the_old_dump_kept(tmp_path: Path) -> None:
+def test_a_chunk_that_does_not_match_its_snapshot_is_refused_and_the_old_dump_kept(
+    tmp_path: Path,
+) -> None:
     follower, journal = make_store(tmp_path / "follower", KVState())
     (tmp_path / "follower" / "dump.jsonl").write_bytes(b"previous")
+    body = b'{"format": "coffer-raft-snapshot"}\n'
+    claimed = SnapshotId(7, 1, hashlib.sha256(b"something else").hexdigest())
 
-    assert (
-        follower.setTransmissionData((b'{"format": "coffer-raft-snapshot"}\n', True, False))
-        is False
-    )
-    assert follower.setTransmissionData((b"", False, True)) is False
+    ack = follower.setTransmissionData(make_chunk(claimed, len(body), 0, body))
+
+    assert ack == ChunkAck(claimed, 0, False), "the whole file fails its digest: start again"
     assert (tmp_path / "follower" / "dump.jsonl").read_bytes() == b"previous"
-    assert follower.setTransmissionData(None) is False
+    assert follower.setTransmissionData(None) is None
     follower.close()
     journal._destroy()
 

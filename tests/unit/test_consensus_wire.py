@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consensus.commands import MAX_COMMAND_BYTES
+from consensus.snapshot_stream import ChunkAck, SnapshotId, make_chunk
 from consensus.wire import (
     APPEND_BATCH_BYTES,
     ENTRY_OVERHEAD,
@@ -38,6 +39,15 @@ ROOT = Path(__file__).resolve().parents[2]
 ints = st.integers(min_value=0, max_value=2**63 - 1)
 commands = st.binary(min_size=1, max_size=64)
 entries = st.lists(st.tuples(commands, ints, ints), max_size=5)
+snapshot_ids = st.builds(SnapshotId, ints, ints, st.binary(min_size=32, max_size=32).map(bytes.hex))
+chunks = st.builds(
+    lambda sid, data, offset, extra: make_chunk(sid, offset + len(data) + extra, offset, data),
+    snapshot_ids,
+    st.binary(max_size=64),
+    st.integers(0, 2**30),
+    st.integers(0, 2**30),
+)
+acks = st.builds(ChunkAck, snapshot_ids, ints, st.booleans())
 
 messages = st.one_of(
     st.fixed_dictionaries(
@@ -68,9 +78,7 @@ messages = st.one_of(
             "type": st.just("append_entries"),
             "term": ints,
             "commit_index": ints,
-            "serialized": st.none()
-            | st.just(False)
-            | st.tuples(st.binary(max_size=64), st.booleans(), st.booleans()),
+            "serialized": st.none() | chunks,
         },
         optional={"lease": ints},
     ),
@@ -81,7 +89,7 @@ messages = st.one_of(
             "reset": st.booleans(),
             "success": st.booleans(),
         },
-        optional={"term": ints, "lease": ints},
+        optional={"term": ints, "lease": ints, "snapshot": acks},
     ),
     st.fixed_dictionaries(
         {"type": st.just("apply_command"), "command": commands}, optional={"request_id": ints}
@@ -353,7 +361,12 @@ def test_the_largest_messages_fit_in_a_frame() -> None:
             "type": "append_entries",
             "term": worst_index,
             "commit_index": worst_index,
-            "serialized": (os.urandom(MAX_SNAPSHOT_CHUNK_BYTES), True, False),
+            "serialized": make_chunk(
+                SnapshotId(worst_index, worst_index, "f" * 64),
+                2**36,
+                2**36 - MAX_SNAPSHOT_CHUNK_BYTES,
+                os.urandom(MAX_SNAPSHOT_CHUNK_BYTES),
+            ),
         },
         {"type": "apply_command", "command": big, "request_id": worst_index},
     ]

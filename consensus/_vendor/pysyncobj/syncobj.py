@@ -803,6 +803,15 @@ class SyncObj(object):
                     logger.error(
                         'request to switch to unsupported code version (self version: %d, requested version: %d)' %
                         (self.__selfCodeVersion, e.ver))
+                # coffer: the store picks compaction points from the applied entries
+                # alone, so nodes holding the same dump compact at the same index
+                # (identical dumps: a snapshot transfer resumes on a new leader).
+                # The entry-count trigger is taken here too, counted from the log's
+                # start (the dump's index), not from the log's length.
+                countDue = entry[1] - self.__raftLog[0][1] >= self.__conf.logCompactionMinEntries
+                if self.__serializer.compactionPoint(entry[1], len(entry[0]), countDue):
+                    self.__forceLogCompaction = True
+                    break
 
             if not self.__conf.appendEntriesUseBatch:
                 needSendAppendEntries = True
@@ -1127,9 +1136,16 @@ class SyncObj(object):
 
             # Install snapshot
             elif serialized is not None:
-                if self.__serializer.setTransmissionData(serialized):
+                # coffer: chunks are acknowledged (resume, flow control); the store
+                # answers True once installed, "have" when our log covers it.
+                result = self.__serializer.setTransmissionData(serialized)
+                if result is True:
                     self.__loadDumpFile(clearJournal=True)
                     self.__sendNextNodeIdx(node, success=True)
+                elif result == 'have':
+                    self.__sendNextNodeIdx(node, reset=True)
+                elif result is not None:
+                    self.__sendNextNodeIdx(node, snapshotAck=result)
 
             # If the log was truncated below the commit index, don't persist a commit
             # index covering entries that are no longer the committed ones.
@@ -1191,6 +1207,8 @@ class SyncObj(object):
                 self.__raftLeader = None
                 self.__onLeaderChanged()
                 return
+            if message['type'] == 'next_node_idx' and 'snapshot' in message:
+                self.__serializer.onTransmissionAck(node, message['snapshot'])
             if message['type'] == 'next_node_idx' and 'lease' in message:
                 if self.__leaseStamps.get(node, 0) < message['lease'] <= monotonicTime() * 1e6:
                     self.__leaseStamps[node] = message['lease']
@@ -1221,7 +1239,7 @@ class SyncObj(object):
             return
         callback(None, err)
 
-    def __sendNextNodeIdx(self, node, reset=False, nextNodeIdx = None, success = False):
+    def __sendNextNodeIdx(self, node, reset=False, nextNodeIdx = None, success = False, snapshotAck = None):
         if nextNodeIdx is None:
             nextNodeIdx = self.__getCurrentLogIndex() + 1
         message = {
@@ -1230,6 +1248,8 @@ class SyncObj(object):
             'reset': reset,
             'success': success,
         }
+        if snapshotAck is not None:
+            message['snapshot'] = snapshotAck  # coffer: how much of the snapshot we hold
         if self.__leaderLeaseStamp is not None and self.__leaderLeaseStamp[0] == node:
             message['lease'] = self.__leaderLeaseStamp[1]  # coffer: echo for the leader lease
         self.__transport.send(node, message)
@@ -1425,7 +1445,12 @@ class SyncObj(object):
                         if node not in self.__connectedNodes:
                             break
                 else:
+                    # coffer: a chunk while the follower's acknowledgements allow one,
+                    # else a heartbeat; the follower's success after installing moves
+                    # its next index (consensus.snapshot_stream).
                     transmissionData = self.__serializer.getTransmissionData(node)
+                    if transmissionData is None and not sendSingle:
+                        break
                     message = {
                         'type': 'append_entries',
                         'term': self.__raftCurrentTerm,
@@ -1436,16 +1461,9 @@ class SyncObj(object):
                     self.__transport.send(node, message)
                     if node not in self.__connectedNodes:
                         break
-
-                    if transmissionData is not None:
-                        isLast = transmissionData[2]
-                        if isLast:
-                            self.__raftNextIndex[node] = self.__raftLog[1][1] + 1
-                            sendingSerialized = False
-                        else:
-                            sendingSerialized = True
-                    else:
-                        sendingSerialized = False
+                    sendingSerialized = transmissionData is not None
+                    if not sendingSerialized:
+                        break
 
                 nextNodeIndex = self.__raftNextIndex[node]
 
