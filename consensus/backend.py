@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from consensus.batching import CommitBatcher, Outcome
-from consensus.bridge import IndexWaiters, LoopBridge
+from consensus.bridge import FAIL_NAMES, IndexWaiters, LoopBridge
 from consensus.commands import (
     Applied,
     Command,
@@ -238,6 +238,27 @@ class RaftBackend:
     async def remove_peer(self, node_id: str) -> None:
         self._ensure_usable()
         await self.membership.remove(node_id)
+
+    async def transfer_leadership(self) -> None:
+        """Hand leadership to the most caught-up follower (``sys/step-down``) and
+        return once this node no longer leads; a refusal (no caught-up follower
+        connected, not the leader) is a :class:`StorageError`."""
+        self._ensure_usable()
+        future, callback = self._bridge.callback()
+        self._node.transfer_leadership(callback)
+        timeout = self._node.config.request_timeout
+        try:
+            _, error = await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise StorageError("raft leadership transfer was not sent in time") from None
+        if error != 0:
+            reason = FAIL_NAMES.get(error, str(error))
+            raise StorageError(f"raft leadership transfer refused ({reason})")
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._node.is_leader() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        if self._node.is_leader():
+            raise StorageError("raft leadership transfer did not complete in time")
 
     async def export_snapshot(self) -> bytes:
         """The key space in our explicit format (no Raft internals)."""

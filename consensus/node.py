@@ -30,6 +30,7 @@ import fcntl
 import functools
 import logging
 import os
+import queue
 import socket
 import threading
 import time
@@ -97,6 +98,8 @@ class RaftNode:
         self._last_sync = self._next_ping = self._next_status = 0.0
         self._last_applied = 0
         self._lease_until = 0.0
+        #: Engine calls that must run on the Raft thread (the engine is not thread-safe).
+        self._raft_calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         root = Path(config.data_dir)
         self._lock_fd = _prepare_dir(root)
         journal: DurableJournal | None = None
@@ -203,6 +206,12 @@ class RaftNode:
     # -- the tick ----------------------------------------------------------------
 
     def _before_poll(self) -> None:
+        while True:
+            try:
+                call = self._raft_calls.get_nowait()
+            except queue.Empty:
+                break
+            call()
         if self._strict:
             self._journal.sync()  # the leader's own fsync overlaps the followers'
             self._transport.flush_acks()
@@ -274,6 +283,12 @@ class RaftNode:
 
     def remove_node(self, address: str, callback: Callable[[Any, int], None]) -> None:
         self._obj.removeNodeFromCluster(address, callback=callback)
+
+    def transfer_leadership(self, callback: Callable[[Any, int], None]) -> None:
+        """Hand leadership to the most caught-up connected follower (Raft TimeoutNow),
+        on the Raft thread; ``callback(None, error)`` says whether the request left."""
+        self._raft_calls.put(lambda: self._obj.transferLeadership(callback=callback))
+        self._wake()
 
     def force_compaction(self) -> None:
         self._obj.forceLogCompaction()

@@ -257,6 +257,18 @@ def test_autopilot_state_and_configuration(cluster: Cluster) -> None:
     assert {s["node_id"]: s["leader"] for s in servers}[active.name] is True
 
 
+def test_step_down_hands_the_active_role_to_another_node(cluster: Cluster) -> None:
+    old = cluster.active()
+    standby = cluster.standbys()[0]
+    # Sent to a standby: it is forwarded to the active node, which gives up leadership.
+    reply = standby.request("PUT", "/v1/sys/step-down", token=cluster.root_token)
+    assert reply.status == 204, reply
+    new = cluster.active(among=[n for n in cluster.nodes if n is not old], timeout=20)
+    wait_until(lambda: old.health() == 473, 20, "the old active node as a standby")
+    assert write(old, cluster, "after-step-down", {"v": "1"}) == 200
+    assert read(new, cluster, "after-step-down") == {"v": "1"}
+
+
 def test_kill_active_under_load_loses_no_acknowledged_write(cluster: Cluster) -> None:
     old = cluster.active()
     writers = cluster.standbys()
