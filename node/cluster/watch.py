@@ -24,7 +24,7 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from node.cluster.staleness import stale_reason
+from node.cluster.staleness import LEADER_LOST, stale_reason
 from node.errors import CofferError
 from node.outbound import HttpClient, OutboundError
 
@@ -139,6 +139,12 @@ class Watcher:
             leader_commit=self.leader_commit,
             applied=applied,
         )
+        if self.stale.startswith(LEADER_LOST) and self.caught_up:
+            # Once back in touch the replica may still be far behind, by more time
+            # than the lag bound (counted in entries) shows: local reads wait again
+            # for a marker write made after the loss to be applied here.
+            self.caught_up = False
+            self._spawn(self._catch_up(), "cluster-catch-up")
 
     async def _poll_leader(self) -> None:
         """Learn how far the cluster has committed: a follower that needs a

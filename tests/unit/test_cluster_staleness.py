@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -143,3 +144,39 @@ def test_the_watcher_counts_leader_loss_from_the_last_contact() -> None:
     # The leader itself is never stale.
     watcher._observe(20.0, False, True, 1, 0)
     assert watcher.stale == ""
+
+
+class _SyncingCluster(_Cluster):
+    """A cluster whose marker write completes when the test says so."""
+
+    def __init__(self) -> None:
+        self.marker_applied = asyncio.Event()
+        self.sync_points = 0
+
+    async def sync_point(self) -> None:
+        self.sync_points += 1
+        await self.marker_applied.wait()
+
+
+async def test_after_losing_the_leader_local_reads_wait_for_a_new_marker_write() -> None:
+    cluster = _SyncingCluster()
+    watcher = Watcher(cast("ClusterType", cluster))
+    watcher.caught_up = True
+    watcher._observe(10.0, True, False, 100, 100)
+    assert watcher.caught_up
+    # Cut off past the bound: no longer caught up, and a marker write is under way.
+    watcher._observe(11.5, False, False, 100, 100)
+    assert not watcher.caught_up
+    await asyncio.sleep(0)
+    assert cluster.sync_points == 1
+    # Back in touch and within the lag bound, it still waits for the marker.
+    watcher._observe(12.0, True, False, 100, 100)
+    assert watcher.stale == "" and not watcher.caught_up
+    watcher._observe(13.5, False, False, 100, 100)  # a second loss starts no second one
+    await asyncio.sleep(0)
+    assert cluster.sync_points == 1
+    cluster.marker_applied.set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert watcher.caught_up
+    await watcher.stop()
