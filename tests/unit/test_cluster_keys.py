@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import time
@@ -73,7 +74,7 @@ async def test_a_sealed_node_reads_its_own_files(tmp_path: Path) -> None:
         await backend.put("core/root-key", b"blob2")
     finally:
         await backend.close()
-    state = read_local_state(tmp_path / "raft")
+    state = await asyncio.to_thread(read_local_state, tmp_path / "raft")
     config = state.get("core/seal-config")
     assert config is not None and config[0] == b"cfg"
     found = state.get("core/root-key")

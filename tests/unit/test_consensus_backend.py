@@ -154,6 +154,19 @@ async def test_restart_from_a_dump_plus_the_journal_tail(
         await again.close()
 
 
+def _splice_journal(full_path: Path, cut_path: Path) -> None:
+    """Append the entries the cut journal has past ``full_path``'s end; install it."""
+    full = DurableJournal(full_path)
+    cut = DurableJournal(cut_path)
+    for entry in cut[:]:
+        if entry[1] > full.last_index():
+            full.add(*entry)
+    full.sync()
+    full._destroy()
+    cut._destroy()
+    shutil.copy(full_path, cut_path)
+
+
 async def test_an_interrupted_compaction_loses_nothing(
     tmp_path: Path, config: RaftConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -170,15 +183,7 @@ async def test_an_interrupted_compaction_loses_nothing(
         await store.put(f"two/{n}", b"2")
     await store.close()
     # The journal as the crash left it: every entry, from index 1, past the dump.
-    full = DurableJournal(tmp_path / "journal.full")
-    cut = DurableJournal(root / "journal")
-    for entry in cut[:]:
-        if entry[1] > full.last_index():
-            full.add(*entry)
-    full.sync()
-    full._destroy()
-    cut._destroy()
-    shutil.copy(tmp_path / "journal.full", root / "journal")
+    await asyncio.to_thread(_splice_journal, tmp_path / "journal.full", root / "journal")
 
     again = await RaftBackend.open(config)
     await again.wait_for_leader(10)

@@ -103,8 +103,11 @@ async def test_only_the_right_secret_can_read_the_replicated_log(
 ) -> None:
     await backend.put("secret/app", MARKER)
     address = backend.status()["address"]
-    wrong = observer(address, os.urandom(32), tmp_path / "wrong")
-    right = observer(address, backend._config.cluster_secret, tmp_path / "right")
+    # Opening a journal blocks: off the loop, as RaftBackend.open does.
+    wrong = await asyncio.to_thread(observer, address, os.urandom(32), tmp_path / "wrong")
+    right = await asyncio.to_thread(
+        observer, address, backend._config.cluster_secret, tmp_path / "right"
+    )
     try:
         assert await observed_keys(right, 10) == ["secret/"], "positive control"
         assert await observed_keys(wrong, 1.5) == []
