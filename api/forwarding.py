@@ -56,8 +56,9 @@ from api.consistency import (
 from api.envelope import error_response
 from api.keys import CORE
 from api.outbound import bounded_request
+from api.preauth import authenticate_early
 from api.tls import client_context, valid_ca_pem
-from api.translate import client_token, header, remember_body
+from api.translate import client_token, header, operation_of, remember_body
 from node.cluster.cluster import Cluster
 from node.cluster.errors import (
     IndexNotReachedError,
@@ -403,8 +404,21 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
                     writes = True  # refused here, nothing applied: the active node answers
         elif not state.leader_api_addr:
             raise NotCaughtUpError(state.stale)
+    path = _logical_path(request)
+    if path is not None and not client_token(request):
+        # Without a token this node can tell by itself whether the path takes
+        # anonymous callers: refuse before reading (and relaying) the body.
+        await authenticate_early(request, path, operation_of(request))
     if not state.leader_api_addr:
         raise NoActiveNodeError()
     if header(request, "No-Request-Forwarding"):
         return redirect(request, state)
     return await request.app[FORWARDER].forward(request, cluster, state, writes=writes)
+
+
+def _logical_path(request: web.Request) -> str | None:
+    """The path under ``/v1/`` of a request for the core pipeline's catch-all route."""
+    resource = request.match_info.route.resource
+    if resource is None or resource.canonical != "/v1/{path}":
+        return None
+    return request.match_info["path"]

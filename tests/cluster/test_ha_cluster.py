@@ -257,6 +257,35 @@ def test_autopilot_state_and_configuration(cluster: Cluster) -> None:
     assert {s["node_id"]: s["leader"] for s in servers}[active.name] is True
 
 
+def test_a_standby_refuses_anonymous_requests_without_relaying_them(cluster: Cluster) -> None:
+    standby = cluster.standbys()[0]
+    body = {"data": {"v": "x" * 100_000}}
+    # With forwarding turned off a standby answers 307 for what it would relay, so a
+    # 403 here was decided by the standby itself, before the body was relayed.
+    local = {"X-Vault-No-Request-Forwarding": "true"}
+    anonymous = standby.request("PUT", "/v1/secret/data/anon", body, headers=local)
+    assert anonymous.status == 403, anonymous
+    assert anonymous.json["errors"]
+    # The control: an unknown token is the active node's to judge.
+    unknown = standby.request(
+        "PUT", "/v1/secret/data/anon", body, token="hvs.unknown", headers=local
+    )
+    assert unknown.status == 307, unknown
+    # Logins stay open to anonymous callers through a standby.
+    enabled = cluster.active().request(
+        "POST", "/v1/sys/auth/anon-userpass", {"type": "userpass"}, token=cluster.root_token
+    )
+    assert enabled.status == 204, enabled
+    wait_until(
+        lambda: (
+            standby.request("PUT", "/v1/auth/anon-userpass/login/nobody", {"password": "x"}).status
+            == 400
+        ),
+        10,
+        "an anonymous login relayed by the standby",
+    )
+
+
 def test_step_down_hands_the_active_role_to_another_node(cluster: Cluster) -> None:
     old = cluster.active()
     standby = cluster.standbys()[0]
