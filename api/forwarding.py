@@ -392,18 +392,17 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     writes = False
     if (
         state.performance_standby
-        and state.caught_up
         and not wants_active_node(request)
         and await _serves_locally(request, core)
     ):
-        if not state.stale:
-            if await local_read_allowed(request, cluster):
-                try:
-                    return await handler(request)
-                except PleaseForwardError:
-                    writes = True  # refused here, nothing applied: the active node answers
-        elif not state.leader_api_addr:
-            raise NotCaughtUpError(state.stale)
+        if state.stale:
+            if not state.leader_api_addr:
+                raise NotCaughtUpError(state.stale)
+        elif state.caught_up and await local_read_allowed(request, cluster):
+            try:
+                return await handler(request)
+            except PleaseForwardError:
+                writes = True  # refused here, nothing applied: the active node answers
     path = _logical_path(request)
     if path is not None and not client_token(request):
         # Without a token this node can tell by itself whether the path takes

@@ -482,7 +482,10 @@ def test_copy_puts_the_value_on_the_clipboard_without_revealing_it(
     page.goto(f"{dev.base}/ui/#/secrets/secret/clip")
     page.get_by_role("heading", name="clip").wait_for()
     page.get_by_role("button", name="Copy pin").click()
-    page.wait_for_function("document.getElementById('live').textContent === 'pin copied'")
+    # A locator assertion, not wait_for_function: the page's CSP forbids eval.
+    from playwright.sync_api import expect
+
+    expect(page.locator("#live")).to_have_text("pin copied")
     assert page.evaluate("navigator.clipboard.readText()") == "8264"
     assert "8264" not in page.locator("main").inner_text()
     assert not page.problems
