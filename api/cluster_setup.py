@@ -14,6 +14,7 @@ from pathlib import Path
 
 from consensus.driver import ConsensusDriver
 from node.cluster.cluster import Cluster, ClusterSettings
+from node.cluster.invalidation import Invalidator
 from node.cluster.staleness import DEFAULT_MAX_LAG, DEFAULT_MAX_LEADER_LOSS, StalenessBounds
 from node.cluster.storage import RaftStorage
 from node.config import ConfigError, ServerConfig
@@ -88,5 +89,6 @@ def raft_core(config: ServerConfig, settings: CoreSettings) -> Core:
                 max_lag=int(options.get("standby_read_max_lag", DEFAULT_MAX_LAG)),
             ),
         ),
+        Invalidator(core),
     )
     return core

@@ -120,7 +120,7 @@ async def health(request: web.Request) -> web.StreamResponse:
     standby_link: dict[str, Any] = {}
     if core.cluster is not None:
         state = await core.cluster.state()
-        role, removed = state.node_role(initialized), state.removed
+        role, removed = NodeRole.of(state, initialized), state.removed
         if state.standby:
             standby_link = {
                 "ha_connection_healthy": state.ha_healthy,

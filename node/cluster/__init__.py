@@ -9,6 +9,8 @@ It imports neither aiohttp nor pysyncobj: ``api.server`` hands it a
 :class:`~node.cluster.ports.RaftDriver` (from ``consensus.driver``) and an
 outgoing HTTP client. See ``docs/clustering.md``.
 
-Submodules are imported directly (``node.cluster.cluster`` ...): the system
-backend imports this package, and the cluster imports the engines.
+The core sits above this package and is seen only through
+:class:`~node.cluster.ports.HostCore` (``DESIGN.md`` here). Submodules are
+imported directly (``node.cluster.cluster`` ...), so importing one loads only
+what it needs.
 """

@@ -5,6 +5,9 @@ between reconstructing the root key and unsealing the barrier (start the
 replica, or finish a join), after unseal (watch the Raft role) and on seal
 (stop everything, close the replica). The replica only ever starts with the
 transport secret derived from the root key, so it never runs sealed.
+
+The cluster sees the core only as a :class:`~node.cluster.ports.HostCore`;
+the core sits above it.
 """
 
 from __future__ import annotations
@@ -16,14 +19,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from node.cluster import joiner
 from node.cluster.errors import ClusterUnavailableError, NoActiveNodeError, RemovedError
-from node.cluster.invalidation import Invalidator
 from node.cluster.join import Challenges, PeerHttp, PendingJoin
 from node.cluster.membership import ask_peers
-from node.cluster.ports import Replica
+from node.cluster.ports import HostCore, Invalidation, Replica
 from node.cluster.registry import NodeRecord, Registry
 from node.cluster.relay import NonceLedger
 from node.cluster.role import HAState, derive_role
@@ -48,9 +50,6 @@ from node.errors import (
 from node.outbound import HttpClient
 from node.seal.config import SEAL_CONFIG_PATH
 from node.seal.shamir_seal import ROOT_KEY_PATH
-
-if TYPE_CHECKING:
-    from node.core.core import Core
 
 __all__ = ["Cluster", "ClusterSettings"]
 
@@ -77,7 +76,13 @@ SYNC_PREFIX = "core/raft/sync/"
 
 
 class Cluster:
-    def __init__(self, core: Core, storage: RaftStorage, settings: ClusterSettings) -> None:
+    def __init__(
+        self,
+        core: HostCore,
+        storage: RaftStorage,
+        settings: ClusterSettings,
+        invalidator: Invalidation,
+    ) -> None:
         self.core = core
         self.storage = storage
         self.driver = storage.driver
@@ -85,7 +90,7 @@ class Cluster:
         #: Outgoing HTTP to other nodes (join, membership); set by the server.
         self.http: PeerHttp | None = None
         self.removed = self.driver.was_removed()
-        self.invalidator = Invalidator(core)
+        self.invalidator = invalidator
         self.watcher = Watcher(self)
         self.challenges = Challenges()
         self.registry = Registry(storage)
@@ -99,7 +104,6 @@ class Cluster:
         self._challenge_key: bytes | None = None
         self._unsubscribe: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
-        core.lifecycle.before_unseal = self._before_barrier_unseal
 
     @property
     def replica(self) -> Replica | None:
@@ -184,7 +188,8 @@ class Cluster:
 
     # -- unseal and seal -----------------------------------------------------------------
 
-    async def _before_barrier_unseal(self, root_key: bytes) -> None:
+    async def before_barrier_unseal(self, root_key: bytes) -> None:
+        """Start the replica (or finish a join) with the reconstructed root key's secret."""
         if self.removed:
             raise RemovedError()
         if self.replica is None:
@@ -235,8 +240,12 @@ class Cluster:
 
     # -- joining (this node joins another's cluster) ---------------------------------------
 
+    def outgoing_http(self) -> HttpClient | None:
+        """The peers' client from the server, else the core's (None: no calls out)."""
+        return self.http or self.core.http_client
+
     def http_client(self) -> HttpClient:
-        client = self.http or self.core.http_client
+        client = self.outgoing_http()
         if client is None:
             raise ClusterUnavailableError("no outgoing HTTP client is configured")
         return client

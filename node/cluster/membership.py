@@ -38,7 +38,7 @@ def answer_membership(cluster: Cluster, node_id: str, signature: str) -> dict[st
 async def ask_peers(cluster: Cluster) -> bool:
     """True when a peer that knows the configuration says this node is not in it."""
     key = cluster.forward_key
-    http = cluster.http or cluster.core.http_client
+    http = cluster.outgoing_http()
     node_id = cluster.settings.node_id
     if key is None or http is None:
         return False

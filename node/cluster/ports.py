@@ -1,8 +1,13 @@
-"""What the cluster needs from ``consensus``, as protocols.
+"""What the cluster needs from ``consensus`` and from the core, as protocols.
 
 ``node`` must not import pysyncobj, so the replica and the code that opens it
 are described here and implemented by ``consensus.driver``; the server wires
 the two together.
+
+The core sits above the cluster (it calls the cluster at init, unseal and
+seal), so the cluster sees it only through :class:`HostCore`, which
+``node.core.core.Core`` implements structurally, and gets its cache
+invalidation (:class:`Invalidation`) handed in by whoever builds it.
 """
 
 from __future__ import annotations
@@ -11,9 +16,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from node.outbound import HttpClient
 from node.physical.base import Entry, TxnOp
 
-__all__ = ["Changes", "LocalView", "Member", "RaftDriver", "Replica"]
+__all__ = [
+    "Changes",
+    "HostCore",
+    "Invalidation",
+    "LocalView",
+    "Member",
+    "RaftDriver",
+    "Replica",
+]
 
 
 class Changes(Protocol):
@@ -120,4 +134,58 @@ class RaftDriver(Protocol):
 
     async def open(self, secret: bytes, peers: dict[str, str] | None = None) -> Replica:
         """Start the replica; ``peers`` are stored as the founding peers on first use."""
+        ...
+
+
+class HostCore(Protocol):
+    """The core this node's cluster serves (``node.core.core.Core``): what the
+    cluster reads of its state, and what it asks it to do when the role changes."""
+
+    @property
+    def sealed(self) -> bool:
+        """Sealed to clients (also while unseal is still loading mounts)."""
+        ...
+
+    @property
+    def cluster_id(self) -> str:
+        """The stored cluster id ("" while sealed); binds signed index states."""
+        ...
+
+    @property
+    def http_client(self) -> HttpClient | None:
+        """Outgoing HTTP when the server gave the cluster no client of its own."""
+        ...
+
+    async def initialized(self) -> bool: ...
+
+    async def seal(self) -> None:
+        """Seal this node (it was removed from the configuration)."""
+        ...
+
+    async def start_active_duties(self) -> None:
+        """This node became the active node: run what only the active node runs
+        (lease expiry); a failed step is retried at the next activation."""
+        ...
+
+    async def stop_active_duties(self) -> None:
+        """This node is no longer the active node (or is sealing)."""
+        ...
+
+
+class Invalidation(Protocol):
+    """Keeps this node's caches in step with the entries its replica applies
+    (``node.cluster.invalidation.Invalidator``)."""
+
+    def start(self, applied: int) -> None:
+        """Begin processing reports; everything up to ``applied`` is already read."""
+        ...
+
+    async def stop(self) -> None: ...
+
+    def on_changes(self, changes: Changes) -> None:
+        """The replica applied ``changes`` (called on the event loop)."""
+        ...
+
+    async def settled(self, index: int, timeout: float) -> None:
+        """Wait until every change up to ``index`` has been processed."""
         ...

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from node.cluster.staleness import LEADER_LOST
-from node.core.health import NodeRole
 
 __all__ = ["HAState", "derive_role"]
 
@@ -57,15 +56,6 @@ class HAState:
     def standby(self) -> bool:
         """An unsealed node that is not active: it forwards (or serves reads)."""
         return self.ha_enabled and not self.sealed and not self.active
-
-    def node_role(self, initialized: bool) -> NodeRole:
-        return NodeRole(
-            initialized=initialized,
-            sealed=self.sealed,
-            standby=self.standby and not self.performance_standby,
-            performance_standby=self.standby and self.performance_standby,
-            ha_unhealthy=not self.ha_healthy,
-        )
 
 
 def derive_role(

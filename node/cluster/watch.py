@@ -1,7 +1,8 @@
 """The unsealed node's background duties, driven by its Raft role.
 
-* Becoming active (unsealed leader) starts the token expiration manager;
-  losing leadership or sealing stops it, so only one node revokes on time.
+* Becoming active (unsealed leader) starts the core's active duties (the
+  token expiration manager); losing leadership or sealing stops them, so
+  only one node revokes on time.
 * The node's registry record is published (retried until a quorum takes it).
 * A standby keeps what ``staleness`` needs: when it last knew a connected
   leader, and the highest commit index it has learned (its own, and the
@@ -158,7 +159,7 @@ class Watcher:
         while True:
             await asyncio.sleep(_POLL_LEADER_EVERY)
             replica = cluster.replica
-            http = cluster.http or cluster.core.http_client
+            http = cluster.outgoing_http()
             if replica is None or replica.is_leader() or cluster.core.sealed or http is None:
                 continue
             state = await cluster.state()
@@ -195,13 +196,11 @@ class Watcher:
             if replica is not None:
                 with contextlib.suppress(CofferError):
                     await replica.wait_for_index(replica.committed_index(), 5.0)
-            with contextlib.suppress(CofferError):  # retried on the next activation
-                await core.tokens.migrate_accessors()  # plaintext keys of older versions
-            await core.expiration.start()
+            await core.start_active_duties()
             log.info("became the active node", extra={"event": "cluster.active"})
         else:
             self.active_since = 0.0
-            await core.expiration.stop()
+            await core.stop_active_duties()
             log.info("no longer the active node", extra={"event": "cluster.standby"})
 
     async def _publish(self) -> None:

@@ -6,6 +6,7 @@ lifecycle methods for the sealed-safe endpoints.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from node.core.state import SealStatus
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
 from node.engines.system.keys import make_root_generation
-from node.errors import ConflictError, InvalidRequestError, NotInitializedError
+from node.errors import CofferError, ConflictError, InvalidRequestError, NotInitializedError
 from node.logical.request import Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT_ID, Namespace
@@ -82,6 +83,7 @@ class Core:
             disable_cache=self.settings.disable_cache,
         )
         self.lifecycle = Lifecycle(self.barrier, ShamirSeal(physical))
+        self.lifecycle.before_unseal = self._before_barrier_unseal
         self.tokens = TokenStore(BarrierView(self.barrier, "sys/token/"))
         self.tokens.on_revoke.append(self._destroy_cubbyhole)
         self.expiration = ExpirationManager(self.tokens)
@@ -178,6 +180,19 @@ class Core:
             await self.cluster.on_seal()
         self.metrics.unsealed.set(0)
         log.info("sealed", extra={"event": "core.sealed"})
+
+    async def _before_barrier_unseal(self, root_key: bytes) -> None:
+        if self.cluster is not None:
+            await self.cluster.before_barrier_unseal(root_key)
+
+    async def start_active_duties(self) -> None:
+        """The cluster made this node active: it alone revokes expired leases."""
+        with contextlib.suppress(CofferError):  # retried on the next activation
+            await self.tokens.migrate_accessors()  # plaintext keys of older versions
+        await self.expiration.start()
+
+    async def stop_active_duties(self) -> None:
+        await self.expiration.stop()
 
     async def _post_unseal(self, serve: bool = True) -> None:
         cluster = await BarrierView(self.barrier, "core/").get_json("cluster")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from node.cluster.role import HAState
 from node.errors import InvalidRequestError
 
 __all__ = ["HealthCodes", "NodeRole", "parse_health_query"]
@@ -29,6 +30,17 @@ class NodeRole:
     dr_secondary: bool = False
     #: A standby that lost the active node for longer than its bound.
     ha_unhealthy: bool = False
+
+    @classmethod
+    def of(cls, state: HAState, initialized: bool) -> NodeRole:
+        """A cluster node's role as ``sys/health`` ranks it."""
+        return cls(
+            initialized=initialized,
+            sealed=state.sealed,
+            standby=state.standby and not state.performance_standby,
+            performance_standby=state.standby and state.performance_standby,
+            ha_unhealthy=not state.ha_healthy,
+        )
 
 
 @dataclass(frozen=True, slots=True)

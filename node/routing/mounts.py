@@ -6,8 +6,8 @@ import uuid
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from node.base62 import random_base62
 from node.errors import InvalidRequestError
-from node.tokens.ids import random_base62
 
 __all__ = ["MountEntry", "new_mount", "normalise_path"]
 

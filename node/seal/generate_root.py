@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from node.base62 import random_base62
 from node.errors import InvalidRequestError
 from node.seal.progress import ShareCollector
-from node.tokens.ids import TOKEN_LENGTH, random_base62
+from node.tokens.ids import TOKEN_LENGTH
 
 __all__ = ["TokenGeneration", "encode_with_otp"]
 

@@ -9,8 +9,8 @@ so tokens minted before namespaces existed keep their shape.
 
 from __future__ import annotations
 
-import secrets
-import string
+from node.base62 import random_base62
+from node.namespaces.model import ROOT_ID
 
 __all__ = [
     "BATCH_TOKEN_PREFIX",
@@ -19,30 +19,21 @@ __all__ = [
     "namespace_suffix",
     "new_accessor",
     "new_token_id",
-    "random_base62",
     "suffix_for",
     "with_namespace",
 ]
 
-_BASE62 = string.ascii_letters + string.digits
 SERVICE_TOKEN_PREFIX = "hvs."
 BATCH_TOKEN_PREFIX = "hvb."
 #: Length of a root-namespace service token; the generate-root one-time password matches it.
 TOKEN_LENGTH = len(SERVICE_TOKEN_PREFIX) + 24
 #: Prefixes stripped before looking for a namespace suffix (current and legacy shapes).
 _TYPE_PREFIXES = (SERVICE_TOKEN_PREFIX, BATCH_TOKEN_PREFIX, "hvr.", "s.", "b.", "r.")
-#: The root namespace's id (``node.namespaces.model.ROOT_ID``; not imported: that
-#: package imports this module).
-_ROOT_ID = "root"
-
-
-def random_base62(length: int) -> str:
-    return "".join(secrets.choice(_BASE62) for _ in range(length))
 
 
 def suffix_for(namespace_id: str) -> str:
     """The suffix values minted in ``namespace_id`` carry ("" for root)."""
-    return "" if namespace_id in ("", _ROOT_ID) else namespace_id
+    return "" if namespace_id in ("", ROOT_ID) else namespace_id
 
 
 def with_namespace(value: str, namespace_id: str) -> str:
@@ -61,10 +52,10 @@ def namespace_suffix(value: str) -> str:
     return suffix if dot else ""
 
 
-def new_token_id(namespace_id: str = _ROOT_ID) -> str:
+def new_token_id(namespace_id: str = ROOT_ID) -> str:
     body = random_base62(TOKEN_LENGTH - len(SERVICE_TOKEN_PREFIX))
     return with_namespace(SERVICE_TOKEN_PREFIX + body, namespace_id)
 
 
-def new_accessor(namespace_id: str = _ROOT_ID) -> str:
+def new_accessor(namespace_id: str = ROOT_ID) -> str:
     return with_namespace(random_base62(24), namespace_id)

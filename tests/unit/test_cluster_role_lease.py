@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from node.cluster.role import HAState, derive_role
+from node.core.health import NodeRole
 
 
 @pytest.mark.parametrize(
@@ -33,5 +34,5 @@ def test_a_leader_without_its_lease_reports_a_plain_standby() -> None:
         sealed=False, is_leader=True, voter=True, performance_standbys=True, has_lease=False
     )
     role = HAState(ha_enabled=True, sealed=False, active=active, performance_standby=perf)
-    node_role = role.node_role(initialized=True)
+    node_role = NodeRole.of(role, initialized=True)
     assert node_role.standby and not node_role.performance_standby

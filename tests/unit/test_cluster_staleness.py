@@ -12,7 +12,7 @@ from node.cluster.role import HAState
 from node.cluster.staleness import StalenessBounds, stale_reason
 from node.cluster.watch import Watcher
 from node.config import ConfigError, load_config
-from node.core.health import parse_health_query
+from node.core.health import NodeRole, parse_health_query
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster as ClusterType
@@ -54,7 +54,7 @@ def _state(stale: str) -> HAState:
 def test_health_is_474_for_a_standby_that_lost_the_leader() -> None:
     lost = _state(stale_reason(BOUNDS, leader_lost_for=3.0, leader_commit=0, applied=0))
     assert not lost.ha_healthy
-    role = lost.node_role(initialized=True)
+    role = NodeRole.of(lost, initialized=True)
     assert parse_health_query({}).status_for(role) == 474
     # standbyok/perfstandbyok do not hide it (as in the reference); the code is adjustable.
     assert parse_health_query({"perfstandbyok": "true", "standbyok": "1"}).status_for(role) == 474
@@ -64,7 +64,7 @@ def test_health_is_474_for_a_standby_that_lost_the_leader() -> None:
 def test_health_is_473_for_a_lagging_standby_that_still_has_its_leader() -> None:
     lagging = _state(stale_reason(BOUNDS, leader_lost_for=0.0, leader_commit=999, applied=0))
     assert lagging.stale and lagging.ha_healthy
-    assert parse_health_query({}).status_for(lagging.node_role(initialized=True)) == 473
+    assert parse_health_query({}).status_for(NodeRole.of(lagging, initialized=True)) == 473
 
 
 def test_the_active_node_is_never_ha_unhealthy() -> None:
