@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from node.barrier.barrier import KEYRING_PATH
 from node.cluster.errors import ClusterUnavailableError, RemovedError
 from node.cluster.join import fetch_challenge, send_answer
-from node.cluster.secrets import challenge_key, open_challenge, raft_secret
+from node.cluster.secrets import challenge_key, open_challenge, raft_secret, raft_tls_key
+from node.cluster.tls_keyring import open_node
 from node.errors import CofferError
 from node.seal.config import SEAL_CONFIG_PATH
 from node.seal.shamir_seal import ROOT_KEY_PATH
@@ -82,7 +83,10 @@ async def complete_join(cluster: Cluster, root_key: bytes) -> None:
     assert ticket is not None
     node_id = cluster.settings.node_id
     nonce = open_challenge(challenge_key(root_key), node_id, ticket.challenge)
-    replica = await cluster.driver.open(raft_secret(root_key), peers=ticket.peers)
+    # Our Raft certificate, issued by the leader with the challenge (see join.py).
+    tls = open_node(raft_tls_key(root_key), node_id, ticket.raft_tls) if ticket.raft_tls else None
+    cluster.tls.presenting(tls)
+    replica = await cluster.driver.open(raft_secret(root_key), peers=ticket.peers, tls=tls)
     try:
         async with cluster.join_http(ticket.leader_ca_cert) as http:
             await send_answer(http, ticket, node_id, nonce, cluster.settings.cluster_addr)
