@@ -370,6 +370,8 @@ class Cluster:
         await replica.remove_peer(server_id)
         with contextlib.suppress(CofferError):
             await self.registry.forget(server_id)
+        with contextlib.suppress(CofferError):  # the sweep drops it otherwise
+            await self.tls.forget_node(server_id)
 
     def member_answer(self, node_id: str) -> bool:
         """Whether ``node_id`` is in the configuration, as a node with a leader sees it."""

@@ -101,6 +101,10 @@ class TLSKeeper:
         """Keep the joiner's material: it reads it from its files when it restarts."""
         await self._cluster.storage.put(NODE_PREFIX + server_id, sealed)
 
+    async def forget_node(self, server_id: str) -> None:
+        """Drop a removed node's material (its certificate stays valid until it expires)."""
+        await self._cluster.storage.delete(NODE_PREFIX + server_id)
+
     # -- running ------------------------------------------------------------------------
 
     def start(self, replica: Replica) -> None:

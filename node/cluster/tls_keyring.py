@@ -19,6 +19,7 @@ node that starts with a record past half-life issues itself a new one
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 
@@ -117,9 +118,10 @@ async def material_at_start(
     ca = open_ca(key, ca_entry.value)
     entry = await storage.get(NODE_PREFIX + node_id)
     if entry is not None:
-        tls = open_node(key, node_id, entry.value)
-        if not needs_renewal(tls, ca):
-            return tls
+        with contextlib.suppress(StorageError):  # unreadable: issue a new one
+            tls = open_node(key, node_id, entry.value)
+            if not needs_renewal(tls, ca):
+                return tls
     return ca.issue(node_id, host)
 
 
