@@ -86,7 +86,7 @@ class ConsensusDriver:
     async def open(
         self, secret: bytes, peers: dict[str, str] | None = None, tls: RaftTLS | None = None
     ) -> RaftBackend:
-        if peers is not None and not self.has_data():
+        if peers is not None and not await asyncio.to_thread(self.has_data):
             await asyncio.to_thread(store_founding_peers, self.data_dir, peers)
         founding = await asyncio.to_thread(load_founding_peers, self.data_dir)
         try:

@@ -91,7 +91,7 @@ class Cluster:
         self.invalidator = Invalidator(core)
         self.watcher = Watcher(self)
         #: The Raft TLS keyring: issuing, rotating, reloading (``tls_keeper``).
-        self.tls = TLSKeeper(self)
+        self.tls = TLSKeeper(storage, settings.node_id, settings.cluster_addr, self.is_active)
         self.challenges = Challenges()
         self.registry = Registry(storage)
         self.pending_join: PendingJoin | None = None
@@ -322,11 +322,12 @@ class Cluster:
             raise InvalidRequestError("server_id is required")
         assert self._challenge_key is not None
         nonce = new_nonce()
+        self.challenges.remember(server_id, nonce, source)
         config, root = await replica.get(SEAL_CONFIG_PATH), await replica.get(ROOT_KEY_PATH)
         if config is None or root is None:
             raise ClusterUnavailableError("the seal config is not stored yet")
         material = await self.tls.issue_for_joiner(server_id)
-        self.challenges.remember(server_id, nonce, source, material)
+        self.challenges.attach(server_id, nonce, material)
         return {
             "raft_tls": base64.b64encode(material).decode("ascii"),
             "challenge": seal_challenge(self._challenge_key, server_id, nonce),

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hmac
 import ipaddress
 import json
@@ -130,6 +131,12 @@ class Challenges:
         if len(others) >= _MAX_PENDING:
             raise TooManyJoinsError("too many joins in progress")
         self._pending[server_id] = _Challenge(nonce, unit, now + CHALLENGE_TTL, material)
+
+    def attach(self, server_id: str, nonce: bytes, material: bytes) -> None:
+        """Keep ``material`` with the challenge ``nonce`` (if it is still the pending one)."""
+        pending = self._pending.get(server_id)
+        if pending is not None and hmac.compare_digest(pending.nonce, nonce):
+            self._pending[server_id] = dataclasses.replace(pending, material=material)
 
     def check(self, server_id: str, answer: str) -> bytes:
         """Accept ``answer`` once; returns the material issued with the challenge."""

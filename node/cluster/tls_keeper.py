@@ -19,23 +19,22 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from node.cluster.certs import RaftTLS
 from node.cluster.ports import Changes, Replica
 from node.cluster.secrets import raft_secret, raft_tls_key
+from node.cluster.storage import RaftStorage
 from node.cluster.tls_keyring import (
     NODE_PREFIX,
     ensure_ca,
+    host_of,
     material_at_start,
     open_node,
     renew,
     seal_node,
 )
 from node.errors import CofferError, SealedError
-
-if TYPE_CHECKING:
-    from node.cluster.cluster import Cluster
 
 __all__ = ["TLSKeeper"]
 
@@ -47,8 +46,20 @@ _TICK = 1.0
 
 
 class TLSKeeper:
-    def __init__(self, cluster: Cluster, sweep_every: float = SWEEP_EVERY) -> None:
-        self._cluster = cluster
+    """``is_active`` says whether this node is the active node now (the sweeper)."""
+
+    def __init__(
+        self,
+        storage: RaftStorage,
+        node_id: str,
+        cluster_addr: str,
+        is_active: Callable[[], bool],
+        sweep_every: float = SWEEP_EVERY,
+    ) -> None:
+        self._storage = storage
+        self._node_id = node_id
+        self._cluster_addr = cluster_addr
+        self._is_active = is_active
         self.sweep_every = sweep_every
         self._key: bytes | None = None
         self._legacy_secret: bytes | None = None
@@ -75,13 +86,8 @@ class TLSKeeper:
 
     async def material(self, root_key: bytes) -> RaftTLS | None:
         """What a restarting node starts Raft with (read from its own files)."""
-        cluster = self._cluster
-        settings = cluster.settings
         tls = await material_at_start(
-            cluster.storage,
-            raft_tls_key(root_key),
-            settings.node_id,
-            settings.cluster_addr.rpartition(":")[0].strip("[]"),
+            self._storage, raft_tls_key(root_key), self._node_id, host_of(self._cluster_addr)
         )
         self.presenting(tls)
         return tls
@@ -94,16 +100,16 @@ class TLSKeeper:
     async def issue_for_joiner(self, server_id: str) -> bytes:
         """A new key pair and certificate for ``server_id``, sealed for the challenge."""
         key, legacy = self._keys()
-        ca = await ensure_ca(self._cluster.storage, key, legacy)
+        ca = await ensure_ca(self._storage, key, legacy)
         return seal_node(key, server_id, ca.issue(server_id))
 
     async def store_joined(self, server_id: str, sealed: bytes) -> None:
         """Keep the joiner's material: it reads it from its files when it restarts."""
-        await self._cluster.storage.put(NODE_PREFIX + server_id, sealed)
+        await self._storage.put(NODE_PREFIX + server_id, sealed)
 
     async def forget_node(self, server_id: str) -> None:
         """Drop a removed node's material (its certificate stays valid until it expires)."""
-        await self._cluster.storage.delete(NODE_PREFIX + server_id)
+        await self._storage.delete(NODE_PREFIX + server_id)
 
     # -- running ------------------------------------------------------------------------
 
@@ -124,7 +130,7 @@ class TLSKeeper:
         self._reloads.clear()
 
     def _on_changes(self, changes: Changes) -> None:
-        own = NODE_PREFIX + self._cluster.settings.node_id
+        own = NODE_PREFIX + self._node_id
         if changes.reset or own in changes.keys:
             task = asyncio.create_task(self._reload_logged(), name="cluster-tls-reload")
             self._reloads.add(task)
@@ -141,14 +147,13 @@ class TLSKeeper:
 
     async def reload(self) -> bool:
         """Present this node's stored certificate if it is not the one presented."""
-        replica = self._cluster.replica
+        replica = self._storage.replica
         if replica is None or self._key is None:
             return False
-        node_id = self._cluster.settings.node_id
-        entry = await replica.get(NODE_PREFIX + node_id)
+        entry = await replica.get(NODE_PREFIX + self._node_id)
         if entry is None:
             return False
-        tls = open_node(self._key, node_id, entry.value)
+        tls = open_node(self._key, self._node_id, entry.value)
         if tls.cert_pem == self._presented:
             return False
         replica.reload_tls(tls)
@@ -160,7 +165,7 @@ class TLSKeeper:
         next_sweep = 0.0
         while True:
             await asyncio.sleep(_TICK)
-            if not self._cluster.is_active():
+            if not self._is_active():
                 next_sweep = 0.0  # sweep again as soon as this node becomes active
                 continue
             if time.monotonic() < next_sweep:
@@ -176,11 +181,11 @@ class TLSKeeper:
 
     async def sweep(self) -> list[str]:
         """Renew the members' certificates that need it (the active node's duty)."""
-        replica = self._cluster.replica
+        replica = self._storage.replica
         if replica is None:
             raise SealedError()
         key, legacy = self._keys()
-        storage = self._cluster.storage
+        storage = self._storage
         ca = await ensure_ca(storage, key, legacy)
         # A member whose id is not known yet is listed under its address: skip it.
         members = {m.node_id: m.address for m in replica.configuration() if m.node_id != m.address}

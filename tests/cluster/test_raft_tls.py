@@ -10,6 +10,7 @@ replicate, also after a restart.
 from __future__ import annotations
 
 import datetime
+import functools
 import socket
 import ssl
 from pathlib import Path
@@ -57,6 +58,10 @@ def _probe(node: Node, context: ssl.SSLContext) -> tuple[x509.Certificate, bytes
     return x509.load_der_x509_certificate(der), answer
 
 
+def _readable(node: Node, name: str, token: str) -> bool:
+    return node.request("GET", f"/v1/secret/data/{name}", token=token).status == 200
+
+
 def _common_name(name: x509.Name) -> str:
     return str(name.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
 
@@ -90,9 +95,7 @@ def test_only_peers_with_a_certificate_from_the_cluster_ca_reach_the_raft_port(
         assert put.status == 200, put
         for node in cluster.standbys():
             wait_until(
-                lambda n=node: n.request("GET", "/v1/secret/data/tls", token=token).status == 200,
-                10,
-                f"replication to {node.name}",
+                functools.partial(_readable, node, "tls", token), 10, f"replication to {node.name}"
             )
         # A restarted joiner reads its certificate from its own files and rejoins.
         standby = cluster.standbys()[0]
@@ -105,11 +108,7 @@ def test_only_peers_with_a_certificate_from_the_cluster_ca_reach_the_raft_port(
         assert after.serial_number == before.serial_number  # the stored one, not a new one
         put = active.request("PUT", "/v1/secret/data/tls2", {"data": {"a": "2"}}, token=token)
         assert put.status == 200, put
-        wait_until(
-            lambda: standby.request("GET", "/v1/secret/data/tls2", token=token).status == 200,
-            15,
-            "replication to the restarted node",
-        )
+        wait_until(lambda: _readable(standby, "tls2", token), 15, "replication after restart")
         for node in cluster.nodes:
             assert "BEGIN PRIVATE KEY" not in "".join(
                 p.read_text(errors="replace") for p in node.data_dir.rglob("*") if p.is_file()

@@ -3,15 +3,21 @@ issues, how the records are sealed, what a node starts with, and renewal."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import os
+import socket
+import ssl
+from pathlib import Path
 
 import pytest
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from consensus.driver import ConsensusDriver
+from consensus.testing import TEST_TIMERS, free_port
 from node.cluster.certs import (
     NODE_LIFETIME,
     certificate_node_id,
@@ -21,7 +27,9 @@ from node.cluster.certs import (
     not_after,
 )
 from node.cluster.join import Challenges
-from node.cluster.secrets import raft_tls_key
+from node.cluster.secrets import raft_secret, raft_tls_key
+from node.cluster.storage import RaftStorage
+from node.cluster.tls_keeper import TLSKeeper
 from node.cluster.tls_keyring import (
     CA_PATH,
     NODE_PREFIX,
@@ -144,6 +152,77 @@ async def test_a_cluster_from_before_the_stored_ca_adopts_the_ca_its_nodes_deriv
 
 
 def test_a_challenge_keeps_the_material_issued_with_it_until_answered() -> None:
-    challenges, nonce = Challenges(), os.urandom(32)
-    challenges.remember("node-2", nonce, "10.0.0.2", b"sealed-material")
+    challenges, nonce, newer = Challenges(), os.urandom(32), os.urandom(32)
+    challenges.remember("node-2", nonce, "10.0.0.2")
+    challenges.attach("node-2", nonce, b"sealed-material")
     assert challenges.check("node-2", base64.b64encode(nonce).decode()) == b"sealed-material"
+    # Material issued for a challenge that was replaced meanwhile is not attached.
+    challenges.remember("node-2", newer, "10.0.0.2")
+    challenges.attach("node-2", nonce, b"stale")
+    assert challenges.check("node-2", base64.b64encode(newer).decode()) == b""
+
+
+def _served_certificate(address: str) -> bytes:
+    """The certificate (PEM) a node presents on its Raft port (read before it refuses us)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    host, port = address.rsplit(":", 1)
+    with (
+        socket.create_connection((host, int(port)), timeout=10) as raw,
+        context.wrap_socket(raw, do_handshake_on_connect=False) as tls,
+    ):
+        tls.do_handshake()
+        der = tls.getpeercert(binary_form=True)
+        assert der is not None
+        return ssl.DER_cert_to_PEM_cert(der).encode()
+
+
+async def _presents(address: str, cert_pem: bytes) -> None:
+    wanted = x509.load_pem_x509_certificate(cert_pem)
+    for _ in range(200):
+        served = await asyncio.to_thread(_served_certificate, address)
+        if x509.load_pem_x509_certificate(served) == wanted:
+            return
+        await asyncio.sleep(0.05)
+    pytest.fail("the node does not present the expected certificate")
+
+
+async def test_the_active_node_renews_an_aging_certificate_and_the_node_presents_it(
+    tmp_path: Path,
+) -> None:
+    """Init, sweep and reload on a real replica: the keeper's whole rotation path."""
+    address = f"127.0.0.1:{free_port()}"
+    driver = ConsensusDriver("n1", address, tmp_path / "n1", overrides=dict(TEST_TIMERS))
+    storage, root_key = RaftStorage(driver), os.urandom(32)
+    key = raft_tls_key(root_key)
+    storage.begin_staging()
+    first = await issue_at_init(storage, key, "n1", address)
+    replica = await driver.open(raft_secret(root_key), peers={}, tls=first)
+    keeper = TLSKeeper(storage, "n1", address, is_active=lambda: True)
+    try:
+        storage.attach(replica)
+        await replica.wait_for_leader(10)
+        await storage.flush_staging()
+        keeper.keep(root_key)
+        keeper.presenting(first)
+        keeper.start(replica)
+        await _presents(address, first.cert_pem)
+        assert await keeper.sweep() == []  # fresh: nothing to do
+        # Our record ages past half-life (as if 18 of its 30 days went by): the
+        # node presents what is stored, and the next sweep renews it.
+        ca = await ensure_ca(storage, key, os.urandom(32))
+        aging = ca.issue("n1", now=NOW - NODE_LIFETIME * 0.6)
+        await storage.put(NODE_PREFIX + "n1", seal_node(key, "n1", aging))
+        await _presents(address, aging.cert_pem)
+        assert await keeper.sweep() == ["n1"]
+        entry = await storage.get(NODE_PREFIX + "n1")
+        assert entry is not None
+        renewed = open_node(key, "n1", entry.value)
+        assert not needs_renewal(renewed, ca) and renewed.cert_pem != aging.cert_pem
+        await _presents(address, renewed.cert_pem)
+        # The replica still commits (it talks to itself only, but through the new state).
+        await storage.put("after", b"v")
+    finally:
+        await keeper.stop()
+        await storage.detach()
