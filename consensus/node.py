@@ -254,8 +254,21 @@ class RaftNode:
             raise StorageError(self._store.failed)
 
     def _make_transport(self, journal: DurableJournal, strict: bool, *args: Any) -> CofferTransport:
-        self._transport = CofferTransport(*args, journal=journal, defer_acks=strict)
+        self._transport = CofferTransport(
+            *args, journal=journal, defer_acks=strict, identity_of=self._node_id_at
+        )
         return self._transport
+
+    def _node_id_at(self, address: str) -> str | None:
+        """The node id the cluster knows at ``address`` (replicated joins over the
+        founding peers), for checking a peer's certificate; None if unknown."""
+        for node_id, known in self._state.members().items():
+            if known == address:
+                return node_id
+        for node_id, known in self.config.peers.items():
+            if known == address:
+                return node_id
+        return None
 
     def _wake(self) -> None:
         if self._wake_w < 0:

@@ -219,3 +219,37 @@ async def test_a_rotated_certificate_is_presented_from_the_next_handshake(
         await nodes[2].wait_for_index(revision, 10)
         key_file = tmp_path / "n0" / "tls" / "node-key.pem"
         assert b"BEGIN ENCRYPTED PRIVATE KEY" in key_file.read_bytes()
+
+
+async def test_a_certificate_for_another_node_cannot_take_a_members_place(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A valid certificate from this cluster's CA is still refused at a member's
+    address when it names another node: the node id in the certificate is checked."""
+    secret, ca = os.urandom(32), create_cluster_ca()
+    async with tls_cluster(tmp_path, secret, ca) as nodes:
+        address = nodes[2].status()["address"]
+        peers = {"n0": nodes[0].status()["address"], "n1": nodes[1].status()["address"]}
+        await nodes[2].close()
+        revision = await nodes[0].put("while-n2-is-away", b"v")
+        impostor_config = RaftConfig(
+            "n2", address, tmp_path / "impostor", secret, peers=peers,
+            tls=material(ca, "n9"), **CALM,
+        )  # fmt: skip
+        with caplog.at_level(logging.WARNING, logger="consensus.transport"):
+            impostor = await RaftBackend.open(impostor_config)
+            try:
+                await asyncio.sleep(3)
+                assert impostor.leader() is None
+                assert await impostor.get("while-n2-is-away") is None
+            finally:
+                await impostor.close()
+        assert any("refusing a raft peer" in r.getMessage() for r in caplog.records)
+        # n2 itself, with its own certificate, comes back and catches up.
+        own_config = RaftConfig(
+            "n2", address, tmp_path / "n2", secret, peers=peers,
+            tls=material(ca, "n2"), **CALM,
+        )  # fmt: skip
+        nodes[2] = await RaftBackend.open(own_config)
+        await nodes[2].wait_for_index(revision, 20)
+        assert await nodes[2].get("while-n2-is-away") is not None
