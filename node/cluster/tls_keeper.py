@@ -67,7 +67,7 @@ class TLSKeeper:
         self._presented = b""
         self._task: asyncio.Task[None] | None = None
         self._reloads: set[asyncio.Task[None]] = set()
-        self._unsubscribe: object = None
+        self._unsubscribe: Callable[[], None] | None = None
 
     # -- keys and the material the replica starts with ----------------------------------
 
@@ -119,9 +119,9 @@ class TLSKeeper:
             self._task = asyncio.create_task(self._run(), name="cluster-tls")
 
     async def stop(self) -> None:
-        if callable(self._unsubscribe):
-            self._unsubscribe()
-        self._unsubscribe = None
+        unsubscribe, self._unsubscribe = self._unsubscribe, None
+        if unsubscribe is not None:
+            unsubscribe()
         tasks = [t for t in (self._task, *self._reloads) if t is not None]
         self._task = None
         for task in tasks:
