@@ -48,6 +48,7 @@ from consensus.commands import (
 from consensus.config import RaftConfig
 from consensus.membership import Membership, Server
 from consensus.node import RaftNode
+from consensus.pki import RaftTLS
 from consensus.snapshot import SnapshotError, decode_snapshot, encode_snapshot
 from consensus.state import ChangeSet
 from node.errors import (
@@ -230,6 +231,11 @@ class RaftBackend:
         """Call ``callback`` on the event loop with the keys of every applied write."""
         self._subscribers.append(callback)
         return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
+
+    def reload_tls(self, tls: RaftTLS) -> None:
+        """Present a rotated certificate from the next Raft handshake on."""
+        self._ensure_usable()
+        self._node.reload_tls(tls)
 
     async def add_peer(self, node_id: str, address: str) -> None:
         self._ensure_usable()

@@ -1,11 +1,13 @@
 """Opens one node's replica for the core (``node.cluster.ports.RaftDriver``).
 
 The core never sees pysyncobj or :class:`RaftConfig`: it hands over the
-cluster secret it derived from the root key and, when joining, the peers the
-leader named. Timers scale with ``performance_multiplier`` as the
-reference's do (1 = the tuned LAN defaults). Raft peers talk mutual TLS with
-a certificate this node issues itself from the cluster CA derived from that
-secret (:func:`consensus.pki.node_tls`); ``overrides={"tls": None}`` turns it off.
+cluster secret it derived from the root key, this node's TLS material (its
+certificate from the cluster CA, ``node.cluster.tls_keyring``) and, when
+joining, the peers the leader named. Timers scale with
+``performance_multiplier`` as the reference's do (1 = the tuned LAN defaults).
+Without material the node issues itself a certificate from the CA derived
+from the secret, as before the stored CA (:func:`consensus.pki.node_tls`);
+``overrides={"tls": None}`` turns TLS off.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from consensus.local import (
     store_founding_peers,
     was_removed,
 )
-from consensus.pki import node_tls
+from consensus.pki import RaftTLS, node_tls
 from consensus.state import KVState
 from node.errors import StorageError
 
@@ -65,25 +67,30 @@ class ConsensusDriver:
     async def read_local(self) -> KVState:
         return await asyncio.to_thread(read_local_state, self.data_dir)
 
-    def _config(self, secret: bytes, peers: dict[str, str]) -> RaftConfig:
+    def _config(self, secret: bytes, peers: dict[str, str], tls: RaftTLS | None) -> RaftConfig:
+        if tls is None:
+            host = parse_address(self.cluster_addr, "cluster_addr")[0]
+            tls = node_tls(secret, self.node_id, host)
         config = RaftConfig(
             node_id=self.node_id,
             cluster_addr=self.cluster_addr,
             data_dir=self.data_dir,
             cluster_secret=secret,
             peers=peers,
-            tls=node_tls(secret, self.node_id, parse_address(self.cluster_addr, "cluster_addr")[0]),
+            tls=tls,
         )
         multiplier = max(self.performance_multiplier, 1)
         scaled = {name: getattr(config, name) * multiplier for name in _SCALED}
         return dataclasses.replace(config, **{**scaled, **self.overrides})
 
-    async def open(self, secret: bytes, peers: dict[str, str] | None = None) -> RaftBackend:
-        if peers is not None and not self.has_data():
+    async def open(
+        self, secret: bytes, peers: dict[str, str] | None = None, tls: RaftTLS | None = None
+    ) -> RaftBackend:
+        if peers is not None and not await asyncio.to_thread(self.has_data):
             await asyncio.to_thread(store_founding_peers, self.data_dir, peers)
         founding = await asyncio.to_thread(load_founding_peers, self.data_dir)
         try:
-            config = self._config(secret, founding)
+            config = self._config(secret, founding, tls)
         except RaftConfigError as exc:
             raise StorageError(f"invalid raft settings: {exc}") from exc
         return await RaftBackend.open(config)

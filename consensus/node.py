@@ -42,7 +42,7 @@ from consensus._vendor.pysyncobj.poller import POLL_EVENT_TYPE
 from consensus.config import Durability, RaftConfig, to_syncobj_conf
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
-from consensus.pki import tls_contexts
+from consensus.pki import RaftTLS, reload_certificate, tls_contexts
 from consensus.snapshot import SnapshotError
 from consensus.state import ChangeSet, KVState
 from consensus.state_machine import Listener, ReplicatedStore
@@ -112,12 +112,14 @@ class RaftNode:
             )
             self._align_journal_with_dump()
             transport = functools.partial(self._make_transport, self._journal, self._strict)
+            self._tls_dir = root / "tls"
+            self._tls = tls_contexts(config.tls, self._tls_dir) if config.tls else None
             conf = to_syncobj_conf(
                 config,
                 journal=self._journal,
                 dump_file=root / "dump.jsonl",
                 snapshot_store=self._store,
-                tls_contexts=tls_contexts(config.tls, root / "tls") if config.tls else None,
+                tls_contexts=self._tls,
             )
             self._obj = ReplicatedStore(
                 config.cluster_addr, list(config.peers.values()), conf, self._state, transport
@@ -252,8 +254,21 @@ class RaftNode:
             raise StorageError(self._store.failed)
 
     def _make_transport(self, journal: DurableJournal, strict: bool, *args: Any) -> CofferTransport:
-        self._transport = CofferTransport(*args, journal=journal, defer_acks=strict)
+        self._transport = CofferTransport(
+            *args, journal=journal, defer_acks=strict, identity_of=self._node_id_at
+        )
         return self._transport
+
+    def _node_id_at(self, address: str) -> str | None:
+        """The node id the cluster knows at ``address`` (replicated joins over the
+        founding peers), for checking a peer's certificate; None if unknown."""
+        for node_id, known in self._state.members().items():
+            if known == address:
+                return node_id
+        for node_id, known in self.config.peers.items():
+            if known == address:
+                return node_id
+        return None
 
     def _wake(self) -> None:
         if self._wake_w < 0:
@@ -292,6 +307,15 @@ class RaftNode:
 
     def force_compaction(self) -> None:
         self._obj.forceLogCompaction()
+
+    def reload_tls(self, tls: RaftTLS) -> None:
+        """Present ``tls``'s certificate from the next handshake on (a rotation),
+        swapped in on the Raft thread, which is the one that uses the contexts."""
+        contexts = self._tls
+        if contexts is None:
+            raise StorageError("this replica runs without TLS")
+        self._raft_calls.put(lambda: reload_certificate(contexts, tls, self._tls_dir))
+        self._wake()
 
     def is_leader(self) -> bool:
         return bool(self._obj._isLeader())

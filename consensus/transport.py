@@ -17,6 +17,11 @@
 
 * **Outgoing connections leave from the cluster address**, so a firewall
   rule on a node's address isolates it in both directions.
+* **A peer is the node its certificate names.** With mutual TLS, a
+  connection to or from a member's address is dropped unless the peer's
+  certificate names (common name) the node id the cluster knows at that
+  address (``identity_of``), so a certificate issued to one node cannot take
+  another member's place.
 
 The syncobj_admin utility protocol is refused: membership goes through
 ``RaftBackend`` so node ids are replicated with addresses.
@@ -25,13 +30,17 @@ The syncobj_admin utility protocol is refused: membership goes through
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
+
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 
 from consensus._vendor.pysyncobj.transport import TCPTransport
 from consensus.follower import reconcile
 from consensus.journal import DurableJournal
 
-__all__ = ["PING", "CofferTransport", "coalesce_acks"]
+__all__ = ["PING", "CofferTransport", "certificate_common_name", "coalesce_acks"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,18 @@ def coalesce_acks(deferred: list[tuple[Any, dict[str, Any]]]) -> list[tuple[Any,
     return out
 
 
+def certificate_common_name(der: bytes) -> str | None:
+    """The common name of a DER certificate (a node certificate's node id)."""
+    try:
+        names = x509.load_der_x509_certificate(der).subject.get_attributes_for_oid(
+            NameOID.COMMON_NAME
+        )
+    except ValueError:
+        return None
+    value = names[0].value if names else None
+    return value if isinstance(value, str) else None
+
+
 class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyped
     def __init__(
         self,
@@ -72,13 +93,33 @@ class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyp
         *,
         journal: DurableJournal,
         defer_acks: bool,
+        identity_of: Callable[[str], str | None] | None = None,
     ) -> None:
         self._journal = journal
+        self._identity_of = identity_of
         self._defer_acks = defer_acks
         self._deferred: list[tuple[Any, dict[str, Any]]] = []
         self._reply_fix: tuple[Any, int] | None = None
         self.refused_appends = 0
         super().__init__(syncObj, selfNode, otherNodes)
+
+    # -- who a peer is --------------------------------------------------------------
+
+    def _peerAllowed(self, conn: Any, node: Any) -> bool:
+        expected = self._identity_of(str(node.id)) if self._identity_of else None
+        der = conn.peerCertificate()
+        if expected is None or der is None:
+            return True  # an address whose node id is not known yet, or no TLS
+        named = certificate_common_name(der)
+        if named == expected:
+            return True
+        log.warning(
+            "refusing a raft peer at %s: its certificate names %r, not %r",
+            node.id,
+            named,
+            expected,
+        )
+        return False
 
     # -- incoming ------------------------------------------------------------------
 

@@ -35,10 +35,13 @@ from node.cluster.secrets import (
     index_state_key,
     new_nonce,
     raft_secret,
+    raft_tls_key,
     seal_challenge,
 )
 from node.cluster.staleness import StalenessBounds
 from node.cluster.storage import RaftStorage
+from node.cluster.tls_keeper import TLSKeeper
+from node.cluster.tls_keyring import issue_at_init
 from node.cluster.watch import Watcher
 from node.errors import (
     AlreadyInitializedError,
@@ -92,6 +95,8 @@ class Cluster:
         self.removed = self.driver.was_removed()
         self.invalidator = invalidator
         self.watcher = Watcher(self)
+        #: The Raft TLS keyring: issuing, rotating, reloading (``tls_keeper``).
+        self.tls = TLSKeeper(storage, settings.node_id, settings.cluster_addr, self.is_active)
         self.challenges = Challenges()
         self.registry = Registry(storage)
         self.pending_join: PendingJoin | None = None
@@ -175,8 +180,15 @@ class Cluster:
         self.storage.begin_staging()
 
     async def finish_initialize(self, root_key: bytes) -> None:
-        """Start the replica with the new root key's secret and commit init's writes."""
-        replica = await self.driver.open(raft_secret(root_key), peers={})
+        """Create the cluster CA and this node's certificate (staged with init's
+        writes), start the replica with them and the new root key's secret, and
+        commit init's writes."""
+        settings = self.settings
+        tls = await issue_at_init(
+            self.storage, raft_tls_key(root_key), settings.node_id, settings.cluster_addr
+        )
+        self.tls.presenting(tls)
+        replica = await self.driver.open(raft_secret(root_key), peers={}, tls=tls)
         self.storage.attach(replica)
         await self._wait_for_leader(replica, 10.0, required=True)
         await self.storage.flush_staging()
@@ -196,7 +208,8 @@ class Cluster:
             if self.pending_join is not None:
                 await joiner.complete_join(self, root_key)
             else:
-                replica = await self.driver.open(raft_secret(root_key))
+                tls = await self.tls.material(root_key)
+                replica = await self.driver.open(raft_secret(root_key), tls=tls)
                 self.storage.attach(replica)
                 await self._wait_for_leader(replica, self.settings.unseal_wait, required=False)
         self._keep_keys(root_key)
@@ -205,6 +218,7 @@ class Cluster:
         self.forward_key = forwarding_key(raft_secret(root_key))
         self.index_key = index_state_key(self.forward_key)
         self._challenge_key = challenge_key(root_key)
+        self.tls.keep(root_key)
 
     async def after_unseal(self) -> None:
         replica = self.replica
@@ -212,9 +226,12 @@ class Cluster:
         self.invalidator.start(replica.applied_index())
         self._unsubscribe = replica.subscribe(self.invalidator.on_changes)
         self.watcher.start()
+        self.tls.start(replica)
 
     async def on_seal(self) -> None:
         await self.watcher.stop()
+        await self.tls.stop()
+        self.tls.forget()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -318,7 +335,10 @@ class Cluster:
         config, root = await replica.get(SEAL_CONFIG_PATH), await replica.get(ROOT_KEY_PATH)
         if config is None or root is None:
             raise ClusterUnavailableError("the seal config is not stored yet")
+        material = await self.tls.issue_for_joiner(server_id)
+        self.challenges.attach(server_id, nonce, material)
         return {
+            "raft_tls": base64.b64encode(material).decode("ascii"),
             "challenge": seal_challenge(self._challenge_key, server_id, nonce),
             "seal_config": base64.b64encode(config.value).decode("ascii"),
             "root_key_blob": base64.b64encode(root.value).decode("ascii"),
@@ -331,8 +351,10 @@ class Cluster:
         replica = self._leader_replica()
         if non_voter:
             raise InvalidRequestError("non-voting members are not supported by this build")
-        self.challenges.check(server_id, answer)
+        material = self.challenges.check(server_id, answer)
         await replica.add_peer(server_id, cluster_addr)
+        if material:
+            await self.tls.store_joined(server_id, material)
         peers = [
             {"id": m.node_id, "address": m.address, "suffrage": "voter"}
             for m in replica.configuration()
@@ -358,6 +380,8 @@ class Cluster:
         await replica.remove_peer(server_id)
         with contextlib.suppress(CofferError):
             await self.registry.forget(server_id)
+        with contextlib.suppress(CofferError):  # the sweep drops it otherwise
+            await self.tls.forget_node(server_id)
 
     def member_answer(self, node_id: str) -> bool:
         """Whether ``node_id`` is in the configuration, as a node with a leader sees it."""

@@ -5,13 +5,17 @@
    answers with a random nonce sealed under a key derived from the root key,
    the seal config (so the joiner reports the cluster's t/n) and the stored
    root key blob (already encrypted under the unseal key: harmless to hand
-   out), plus the current peers.
+   out), plus the current peers and ``raft_tls``: a new key pair and a
+   certificate for ``server_id`` from the cluster CA, sealed under another
+   key derived from the root key (``tls_keyring``).
 2. The operator unseals the joiner with the cluster's Shamir keys; the joiner
-   decrypts the root key blob and with it the challenge, starts its replica
-   with the leader's peers and the derived transport secret, and answers:
+   decrypts the root key blob and with it the challenge and its certificate,
+   starts its replica with the leader's peers, the derived transport secret
+   and that certificate, and answers:
    ``PUT bootstrap/answer {answer, server_id, cluster_addr}``.
-3. The leader compares in constant time and adds the peer; the joiner catches
-   up and unseals its barrier from the replicated keyring.
+3. The leader compares in constant time, adds the peer and stores the
+   joiner's sealed certificate record; the joiner catches up and unseals its
+   barrier from the replicated keyring.
 
 The challenge endpoint is unauthenticated, so its memory is bounded per
 source as well as in total (one address cannot take every slot), and a
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hmac
 import ipaddress
 import json
@@ -87,6 +92,9 @@ class PendingJoin:
     peers: dict[str, str] = field(default_factory=dict)
     #: The CA the operator named for this leader (PEM), or "".
     leader_ca_cert: str = ""
+    #: This node's Raft key and certificate, sealed (``tls_keyring.open_node``);
+    #: b"" from a leader that predates it (the derived CA stands in).
+    raft_tls: bytes = field(default=b"", repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,8 @@ class _Challenge:
     nonce: bytes
     source: str
     expires: float
+    #: The joiner's sealed TLS record, stored once it answered.
+    material: bytes = b""
 
 
 class Challenges:
@@ -102,8 +112,9 @@ class Challenges:
     def __init__(self) -> None:
         self._pending: dict[str, _Challenge] = {}
 
-    def remember(self, server_id: str, nonce: bytes, source: str) -> None:
-        """Hold ``nonce`` for ``server_id``, asked for from ``source`` (a client address).
+    def remember(self, server_id: str, nonce: bytes, source: str, material: bytes = b"") -> None:
+        """Hold ``nonce`` (and the sealed TLS ``material`` issued with it) for
+        ``server_id``, asked for from ``source`` (a client address).
 
         A pending challenge is replaced only by a request from the same source
         (a joiner that restarted asks again); from anywhere else it is refused.
@@ -119,9 +130,16 @@ class Challenges:
             raise TooManyJoinsError("too many joins in progress from this address")
         if len(others) >= _MAX_PENDING:
             raise TooManyJoinsError("too many joins in progress")
-        self._pending[server_id] = _Challenge(nonce, unit, now + CHALLENGE_TTL)
+        self._pending[server_id] = _Challenge(nonce, unit, now + CHALLENGE_TTL, material)
 
-    def check(self, server_id: str, answer: str) -> None:
+    def attach(self, server_id: str, nonce: bytes, material: bytes) -> None:
+        """Keep ``material`` with the challenge ``nonce`` (if it is still the pending one)."""
+        pending = self._pending.get(server_id)
+        if pending is not None and hmac.compare_digest(pending.nonce, nonce):
+            self._pending[server_id] = dataclasses.replace(pending, material=material)
+
+    def check(self, server_id: str, answer: str) -> bytes:
+        """Accept ``answer`` once; returns the material issued with the challenge."""
         pending = self._pending.get(server_id)
         if pending is None or pending.expires < time.monotonic():
             raise InvalidRequestError(f"no challenge is outstanding for server {server_id!r}")
@@ -132,6 +150,7 @@ class Challenges:
         if not hmac.compare_digest(given, pending.nonce):
             raise PermissionDeniedError()
         del self._pending[server_id]
+        return pending.material
 
     def clear(self) -> None:
         self._pending.clear()
@@ -186,6 +205,7 @@ async def fetch_challenge(
         root_key_blob=_b64(data.get("root_key_blob"), "root key blob"),
         peers={str(k): str(v) for k, v in peers.items() if str(k) != server_id},
         leader_ca_cert=leader_ca_cert,
+        raft_tls=_b64(data["raft_tls"], "raft certificate") if "raft_tls" in data else b"",
     )
 
 

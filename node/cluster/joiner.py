@@ -13,10 +13,12 @@ import time
 from typing import TYPE_CHECKING
 
 from node.barrier.barrier import KEYRING_PATH
+from node.cluster.certs import RaftTLS
 from node.cluster.errors import ClusterUnavailableError, RemovedError
 from node.cluster.join import fetch_challenge, send_answer
-from node.cluster.secrets import challenge_key, open_challenge, raft_secret
-from node.errors import CofferError
+from node.cluster.secrets import challenge_key, open_challenge, raft_secret, raft_tls_key
+from node.cluster.tls_keyring import open_node
+from node.errors import CofferError, InvalidRequestError, StorageError
 from node.seal.config import SEAL_CONFIG_PATH
 from node.seal.shamir_seal import ROOT_KEY_PATH
 
@@ -77,12 +79,28 @@ async def _retry(cluster: Cluster, targets: list[str], leader_ca_cert: str) -> N
         delay = min(delay * 2, 2.0)
 
 
+def _open_certificate(root_key: bytes, node_id: str, sealed: bytes) -> RaftTLS | None:
+    """Our Raft key and certificate from the challenge; None from a leader that
+    predates them (the CA derived from the transport secret stands in)."""
+    if not sealed:
+        return None
+    try:
+        return open_node(raft_tls_key(root_key), node_id, sealed)
+    except StorageError as exc:
+        raise InvalidRequestError(
+            "the leader's raft certificate does not open with these unseal keys"
+        ) from exc
+
+
 async def complete_join(cluster: Cluster, root_key: bytes) -> None:
     ticket = cluster.pending_join
     assert ticket is not None
     node_id = cluster.settings.node_id
     nonce = open_challenge(challenge_key(root_key), node_id, ticket.challenge)
-    replica = await cluster.driver.open(raft_secret(root_key), peers=ticket.peers)
+    # Our Raft certificate, issued by the leader with the challenge (see join.py).
+    tls = _open_certificate(root_key, node_id, ticket.raft_tls)
+    cluster.tls.presenting(tls)
+    replica = await cluster.driver.open(raft_secret(root_key), peers=ticket.peers, tls=tls)
     try:
         async with cluster.join_http(ticket.leader_ca_cert) as http:
             await send_answer(http, ticket, node_id, nonce, cluster.settings.cluster_addr)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from node.cluster.certs import RaftTLS
 from node.outbound import HttpClient
 from node.physical.base import Entry, TxnOp
 
@@ -99,6 +100,10 @@ class Replica(Protocol):
 
     def subscribe(self, callback: Callable[[Changes], None]) -> Callable[[], None]: ...
 
+    def reload_tls(self, tls: RaftTLS) -> None:
+        """Present a rotated certificate from the next Raft handshake on."""
+        ...
+
     async def add_peer(self, node_id: str, address: str) -> None: ...
 
     async def remove_peer(self, node_id: str) -> None: ...
@@ -132,8 +137,14 @@ class RaftDriver(Protocol):
 
     async def read_local(self) -> LocalView: ...
 
-    async def open(self, secret: bytes, peers: dict[str, str] | None = None) -> Replica:
-        """Start the replica; ``peers`` are stored as the founding peers on first use."""
+    async def open(
+        self, secret: bytes, peers: dict[str, str] | None = None, tls: RaftTLS | None = None
+    ) -> Replica:
+        """Start the replica; ``peers`` are stored as the founding peers on first use.
+
+        ``tls`` is this node's certificate from the cluster CA; None: one from
+        the CA derived from ``secret`` (clusters from before the stored CA).
+        """
         ...
 
 

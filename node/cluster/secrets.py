@@ -10,7 +10,10 @@ by the cluster's operators":
   random nonce the leader sealed under it;
 * the forwarding key (from the transport secret): standbys sign the requests
   they relay (:mod:`node.cluster.relay`), and nodes sign membership
-  questions, so neither can be forged by a client.
+  questions, so neither can be forged by a client;
+* the TLS keyring key: the cluster CA and each node's Raft key and
+  certificate are sealed under it in replicated storage, and the leader seals
+  a joiner's under it in the challenge (:mod:`node.cluster.tls_keyring`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "new_nonce",
     "open_challenge",
     "raft_secret",
+    "raft_tls_key",
     "seal_challenge",
     "sign",
     "verify",
@@ -50,6 +54,10 @@ def _derive(key: bytes, info: bytes) -> bytes:
 
 def raft_secret(root_key: bytes) -> bytes:
     return _derive(root_key, b"coffer raft transport")
+
+
+def raft_tls_key(root_key: bytes) -> bytes:
+    return _derive(root_key, b"coffer raft tls keyring")
 
 
 def challenge_key(root_key: bytes) -> bytes:

@@ -112,6 +112,15 @@ class TcpConnection(object):
             self.__keepalive[2],
         )
 
+    def peerCertificate(self):
+        """coffer: the peer's TLS certificate (DER) once the handshake is done, else None."""
+        if self.__handshaking or not isinstance(self.__socket, ssl.SSLSocket):
+            return None
+        try:
+            return self.__socket.getpeercert(binary_form=True)
+        except (ValueError, OSError):
+            return None
+
     def setOnConnectedCallback(self, onConnected):
         self.__onConnected = onConnected
 

@@ -387,7 +387,8 @@ class TCPTransport(Transport):
         # At this point, message should be either a node ID (i.e. address) or 'readonly'
         node = self._nodeAddrToNode[message] if message in self._nodeAddrToNode else None
 
-        if node is None and message != 'readonly':
+        # coffer: a known address is taken only by the node its certificate names.
+        if (node is None and message != 'readonly') or (node is not None and not self._peerAllowed(conn, node)):
             conn.disconnect()
             self._unknownConnections.discard(conn)
             return
@@ -407,6 +408,11 @@ class TCPTransport(Transport):
             self._onNodeConnected(node)
         else:
             self._onReadonlyNodeConnected(node)
+
+    def _peerAllowed(self, conn, node):
+        """coffer: whether the peer on ``conn`` may be ``node`` (its TLS identity);
+        always upstream, ``consensus.transport.CofferTransport`` checks it."""
+        return True
 
     def _onUtilityMessage(self, conn, message):
         command = message[0]
@@ -486,6 +492,9 @@ class TCPTransport(Transport):
         :type conn: TcpConnection
         """
 
+        if not self._peerAllowed(conn, self._connToNode(conn)):  # coffer: see _peerAllowed
+            conn.disconnect()
+            return
         if self._syncObj.encryptor:
             conn.setOnMessageReceivedCallback(functools.partial(self._onOutgoingMessageReceived, conn)) # So we can process the sendRandKey
             conn.recvRandKey = os.urandom(32)
