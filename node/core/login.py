@@ -14,7 +14,7 @@ from node.auth.common.token_settings import TokenSettings, issued_token_type
 from node.errors import PermissionDeniedError
 from node.logical.request import Request
 from node.logical.response import Auth, Login, Response
-from node.routing.mounts import MountEntry
+from node.logical.mount import MountEntry
 from node.tokens.entry import TokenEntry
 from node.tokens.ttl import initial_lifetime
 
