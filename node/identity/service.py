@@ -19,9 +19,9 @@ from node.identity.graph import IdentityPolicies
 from node.identity.records import EXTERNAL, Entity, EntityAlias, Group, Record, new_id, now
 from node.identity.state import IdentityState, fold
 from node.identity.store import IdentityStore
+from node.logical.mount import MountEntry
 from node.logical.response import Login
 from node.namespaces.model import Namespace, NamespaceTree
-from node.logical.mount import MountEntry
 
 __all__ = ["IdentityPolicies", "IdentityService", "SingleRootTree", "generated_name"]
 

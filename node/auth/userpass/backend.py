@@ -23,8 +23,8 @@ from node.auth.userpass.store import UserEntry, UserStore
 from node.barrier.view import BarrierView
 from node.errors import ConflictError, InvalidRequestError, UnsupportedPathError
 from node.framework import FieldData, FrameworkBackend, Path
-from node.logical.request import Operation, Request
 from node.logical.mount import MountEntry
+from node.logical.request import Operation, Request
 from node.logical.response import Login, Response
 from node.logical.system_view import BackendConfig
 
