@@ -162,8 +162,8 @@ class MountTable:
     @staticmethod
     def table_owner(key: str) -> str | None:
         """The id of the namespace whose mount table ``key`` is, else ``None``."""
-        prefix, _, name = key.rpartition(_TABLES_UNDER)
-        if name not in _TABLE_KEYS.values():
+        prefix, found, name = key.rpartition(_TABLES_UNDER)
+        if not found or name not in _TABLE_KEYS.values():
             return None
         if not prefix:
             return ROOT.id
