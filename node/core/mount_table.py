@@ -16,6 +16,7 @@ built and ``setup`` by the catalog, ``initialize`` once routed,
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from node.barrier.view import BarrierView
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from node.core.core import Core
 
 __all__ = ["MountTable", "default_auth_mounts", "default_mounts"]
+
+log = logging.getLogger("coffer.core.mounts")
 
 _TABLE_KEYS = {"secret": "mounts", "auth": "auth"}
 _TABLES_UNDER = "core/"
@@ -114,7 +117,14 @@ class MountTable:
     async def _detach(self, route_path: str) -> None:
         backend = self._core.router.unmount(route_path)
         if backend is not None:
+            await self._cleanup(backend)
+
+    @staticmethod
+    async def _cleanup(backend: Backend) -> None:
+        try:
             await backend.cleanup()
+        except Exception:  # unrouted either way: a failed cleanup must not stop a seal
+            log.exception("backend cleanup failed", extra={"event": "mount.cleanup_failed"})
 
     # -- load and unload -------------------------------------------------------------------
 
@@ -305,7 +315,7 @@ class MountTable:
                     self._core.router.mount(entry, backend)  # put back as it was
                 raise
             if backend is not None:
-                await backend.cleanup()
+                await self._cleanup(backend)
             await self._attach(moved)
             await self._save_current(namespace, table)
             return moved
