@@ -44,8 +44,6 @@ class IdentityLink(Protocol):
 
     def unregister(self, namespace_id: str) -> None: ...
 
-    def invalidate(self) -> None: ...
-
 
 def sanitise_policies(policies: list[str], no_default: bool) -> list[str]:
     chosen = {p.strip().lower() for p in policies if p.strip()}

@@ -71,11 +71,6 @@ class IdentityService:
     def namespace_ids(self) -> list[str]:
         return sorted(self._stores)
 
-    def invalidate(self) -> None:
-        """Drop every cache (e.g. after a snapshot restore)."""
-        for store in self._stores.values():
-            store.invalidate()
-
     # -- namespace geometry ----------------------------------------------------
 
     def chain(self, namespace_id: str) -> list[str]:
