@@ -20,7 +20,11 @@ class RouteMatch:
 
 
 class Router:
-    """Mount points (ending in ``/``) to backends."""
+    """Mount points (ending in ``/``) to backends.
+
+    Only the mount table (``node.core.mount_table``) mounts and unmounts, so
+    every backend sees one lifecycle; everything else only matches.
+    """
 
     def __init__(self) -> None:
         self._routes: dict[str, tuple[MountEntry, Backend]] = {}
@@ -32,9 +36,6 @@ class Router:
         """Stop routing to ``path``; the backend it had, for its owner to clean up."""
         found = self._routes.pop(path, None)
         return found[1] if found is not None else None
-
-    def clear(self) -> None:
-        self._routes.clear()
 
     def entries(self) -> list[MountEntry]:
         return [entry for entry, _ in self._routes.values()]
