@@ -40,7 +40,8 @@ class Backend(Protocol):
         ...
 
     async def initialize(self) -> None:
-        """Work that needs storage, once the backend is mounted."""
+        """Work that needs storage, once the backend is mounted. It runs on every
+        node that mounts it (standbys too): a write here checks ``is_standby()``."""
         ...
 
     def invalidate(self, key: str) -> None:
