@@ -20,6 +20,7 @@ from node.core.lifecycle import Lifecycle, new_cluster_id
 from node.core.login import IdentityLink, LoginCompleter
 from node.core.mount_table import MountTable, delete_prefix
 from node.core.pipeline import Pipeline
+from node.core.replicated import ReplicatedWrites
 from node.core.state import SealStatus
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
@@ -99,7 +100,10 @@ class Core:
         #: The identity subsystem, once it is wired; logins skip entity linking without it.
         self.identity: IdentityLink | None = None
         self.router = Router()
+        #: The one owner of mounts: every backend is mounted, tuned, moved and dropped here.
         self.mounts = MountTable(self)
+        #: Where writes applied by replication (Raft today) enter the core.
+        self.replicated = ReplicatedWrites(self)
         self.metrics = Metrics()
         cache = self.barrier.cache
         self.metrics.watch_cache(lambda: (cache.hits, cache.misses, len(cache)))
@@ -172,7 +176,7 @@ class Core:
         self.access.clear()
         # Decrypted identity data must not outlive the seal; unseal re-registers stores.
         self.identity = None
-        self.router.clear()
+        await self.mounts.unload_all()
         self.namespaces.clear()
         self.tokens.forget_cached_salt()
         self.lifecycle.seal_barrier()
@@ -314,7 +318,7 @@ class Core:
         for entry in await self.tokens.all_entries():
             if entry.namespace_id == namespace.id:
                 await self.tokens.revoke_tree(entry)
-        self.mounts.unload_namespace(namespace)
+        await self.mounts.unload_namespace(namespace.id)
         if self.identity is not None:
             self.identity.unregister(namespace.id)
         await delete_prefix(BarrierView(self.barrier, namespace.storage_prefix))

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from node.auth.common.token_settings import TokenSettings, issued_token_type
 from node.errors import PermissionDeniedError
+from node.logical.mount import MountEntry
 from node.logical.request import Request
 from node.logical.response import Auth, Login, Response
-from node.routing.mounts import MountEntry
 from node.tokens.entry import TokenEntry
 from node.tokens.ttl import initial_lifetime
 
@@ -43,8 +43,6 @@ class IdentityLink(Protocol):
     async def template_values(self, entity_id: str, namespace_id: str) -> dict[str, str]: ...
 
     def unregister(self, namespace_id: str) -> None: ...
-
-    def invalidate(self) -> None: ...
 
 
 def sanitise_policies(policies: list[str], no_default: bool) -> list[str]:

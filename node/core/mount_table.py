@@ -1,29 +1,41 @@
-"""The persisted mount tables (engines and auth methods) of every namespace.
+"""The one owner of the mount lifecycle: the persisted tables and the routed backends.
 
 Each namespace keeps two lists in the barrier under its own prefix
 (``[namespaces/<id>/]core/mounts`` and ``.../core/auth``). A change rewrites
 the namespace's table under a lock, so two concurrent changes cannot
 silently overwrite each other.
+
+Every way a backend comes or goes passes through here: load at unseal,
+mount, unmount, remount, tune, seal, and the writes another node made
+(``reconcile`` for a changed table, ``invalidate`` for a key under a mount's
+storage, called by ``node.core.replicated``). So backends see one lifecycle:
+built and ``setup`` by the catalog, ``initialize`` once routed,
+``invalidate(key)`` on a replicated change, ``cleanup`` once unrouted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from node.barrier.view import BarrierView
-from node.engines.registry import build_backend
+from node.core.catalog import Catalog
 from node.errors import InvalidRequestError
+from node.logical.backend import Backend
+from node.logical.mount import MountEntry, new_mount, normalise_path
 from node.namespaces.model import ROOT, Namespace
 from node.physical.base import Delete
-from node.routing.mounts import MountEntry, new_mount, normalise_path
 
 if TYPE_CHECKING:
     from node.core.core import Core
 
 __all__ = ["MountTable", "default_auth_mounts", "default_mounts"]
 
+log = logging.getLogger("coffer.core.mounts")
+
 _TABLE_KEYS = {"secret": "mounts", "auth": "auth"}
+_TABLES_UNDER = "core/"
 #: Mounts every namespace has, created with it; they cannot be moved or removed.
 _PINNED = {
     ("secret", "sys/"),
@@ -85,14 +97,40 @@ _DEFAULTS = {"secret": default_mounts, "auth": default_auth_mounts}
 class MountTable:
     def __init__(self, core: Core) -> None:
         self._core = core
+        self._catalog = Catalog(core)
         self._lock = asyncio.Lock()
 
     def _view(self, namespace: Namespace) -> BarrierView:
-        return BarrierView(self._core.barrier, namespace.storage_prefix + "core/")
+        return BarrierView(self._core.barrier, namespace.storage_prefix + _TABLES_UNDER)
+
+    # -- routing backends (every mount and unmount goes through these) -------------------
+
+    def _mount(self, entry: MountEntry) -> Backend:
+        """Build and route ``entry``'s backend; the caller awaits its ``initialize``."""
+        backend = self._catalog.build(entry)
+        self._core.router.mount(entry, backend)
+        return backend
+
+    async def _attach(self, entry: MountEntry) -> None:
+        await self._mount(entry).initialize()
+
+    async def _detach(self, route_path: str) -> None:
+        backend = self._core.router.unmount(route_path)
+        if backend is not None:
+            await self._cleanup(backend)
+
+    @staticmethod
+    async def _cleanup(backend: Backend) -> None:
+        try:
+            await backend.cleanup()
+        except Exception:  # unrouted either way: a failed cleanup must not stop a seal
+            log.exception("backend cleanup failed", extra={"event": "mount.cleanup_failed"})
+
+    # -- load and unload -------------------------------------------------------------------
 
     async def load(self) -> None:
         """Mount every namespace's tables (creating their defaults once)."""
-        self._core.router.clear()
+        await self.unload_all()
         for namespace in self._core.namespaces.all():
             await self.load_namespace(namespace)
 
@@ -117,16 +155,75 @@ class MountTable:
                     entries += missing
                     await self._save(namespace, table, entries)
             for entry in entries:
-                self._mount(entry)
+                await self._attach(entry)
 
-    def unload_namespace(self, namespace: Namespace) -> None:
+    async def unload_namespace(self, namespace_id: str) -> None:
         for entry in self._core.router.entries():
-            if entry.namespace_id == namespace.id:
-                self._core.router.unmount(entry.route_path)
+            if entry.namespace_id == namespace_id:
+                await self._detach(entry.route_path)
 
-    def _mount(self, entry: MountEntry) -> None:
-        view = BarrierView(self._core.barrier, entry.storage_prefix)
-        self._core.router.mount(entry, build_backend(entry, view, self._core))
+    async def unload_all(self) -> None:
+        """Unroute every backend (seal), each cleaned up."""
+        for entry in self._core.router.entries():
+            await self._detach(entry.route_path)
+
+    # -- writes another node made (``node.core.replicated``) -----------------------------
+
+    @staticmethod
+    def table_owner(key: str) -> str | None:
+        """The id of the namespace whose mount table ``key`` is, else ``None``."""
+        prefix, found, name = key.rpartition(_TABLES_UNDER)
+        if not found or name not in _TABLE_KEYS.values():
+            return None
+        if not prefix:
+            return ROOT.id
+        head, _, namespace_id = prefix.rstrip("/").partition("/")
+        if head != "namespaces" or not namespace_id or "/" in namespace_id:
+            return None
+        return namespace_id
+
+    async def reconcile(self, namespace: Namespace) -> None:
+        """Make the routed backends match the stored tables.
+
+        Compares before it changes anything: an unchanged mount keeps its
+        backend instance (the active node sees its own writes come back too);
+        a changed or removed one is cleaned up, a new or changed one attached.
+        """
+        async with self._lock:  # never interleave with a local mount change
+            for table, key in _TABLE_KEYS.items():
+                raw = await self._view(namespace).get_json(key)
+                if raw is None:
+                    continue  # not written yet; the write will come through here
+                wanted = {e.route_path: e for e in (MountEntry.from_json(item) for item in raw)}
+                current = {
+                    e.route_path: e
+                    for e in self._core.router.entries()
+                    if e.namespace_id == namespace.id and e.table == table
+                }
+                for path, entry in current.items():
+                    if wanted.get(path) != entry:
+                        await self._detach(path)
+                for path, entry in wanted.items():
+                    if current.get(path) != entry:
+                        await self._attach(entry)
+
+    def invalidate(self, key: str) -> bool:
+        """Tell the backend whose storage holds ``key`` (a barrier key) that it changed.
+
+        Returns whether a mount owns the key.
+        """
+        for entry, backend in self._core.router.mounted():
+            if key.startswith(entry.storage_prefix):
+                backend.invalidate(key[len(entry.storage_prefix) :])
+                return True
+        return False
+
+    def invalidate_all(self) -> None:
+        """Anything may have changed (a snapshot restore): every backend drops its caches."""
+        for _, backend in self._core.router.mounted():
+            backend.invalidate("")
+
+    # -- the tables -------------------------------------------------------------------------
 
     async def _save(self, namespace: Namespace, table: str, entries: list[MountEntry]) -> None:
         await self._view(namespace).put_json(_TABLE_KEYS[table], [e.to_json() for e in entries])
@@ -171,7 +268,7 @@ class MountTable:
     async def enable(self, entry: MountEntry) -> None:
         async with self._lock:
             self._check_free(entry)
-            self._mount(entry)
+            await self._attach(entry)
             await self._save_current(self._namespace_of(entry), entry.table)
 
     def _namespace_of(self, entry: MountEntry) -> Namespace:
@@ -186,7 +283,7 @@ class MountTable:
             entry = self.find(table, path, namespace)
             if (table, entry.path) in _PINNED:
                 raise InvalidRequestError(f"cannot unmount {entry.path!r}")
-            self._core.router.unmount(entry.route_path)
+            await self._detach(entry.route_path)
             await self._save_current(namespace, table)
             await delete_prefix(BarrierView(self._core.barrier, entry.storage_prefix))
 
@@ -196,8 +293,8 @@ class MountTable:
         async with self._lock:
             entry = self.find(table, path, namespace)
             tuned = entry.with_changes(**changes)
-            self._core.router.unmount(entry.route_path)
-            self._mount(tuned)
+            await self._detach(entry.route_path)
+            await self._attach(tuned)
             await self._save_current(namespace, table)
             return tuned
 
@@ -210,13 +307,16 @@ class MountTable:
             if (table, entry.path) in _PINNED:
                 raise InvalidRequestError(f"cannot remount {entry.path!r}")
             moved = entry.with_changes(path=normalise_path(target))
-            self._core.router.unmount(entry.route_path)
+            backend = self._core.router.unmount(entry.route_path)
             try:
                 self._check_free(moved)
             except InvalidRequestError:
-                self._mount(entry)
+                if backend is not None:
+                    self._core.router.mount(entry, backend)  # put back as it was
                 raise
-            self._mount(moved)
+            if backend is not None:
+                await self._cleanup(backend)
+            await self._attach(moved)
             await self._save_current(namespace, table)
             return moved
 

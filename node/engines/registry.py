@@ -1,50 +1,49 @@
-"""Engine and auth-method types by name: the mount table builds backends here.
+"""Engine and auth-method types by name: every one is built by a ``Factory``.
 
-Plug-in style backends (auth methods, identity) are named by import path and
-built with one signature, ``Backend(view, mount, core)``, so adding a method
-does not touch this module's imports.
+The types here need nothing but their ``BackendConfig``. Auth methods are
+named by the import path of their factory (``node.engines.types.PLUGGABLE``),
+so adding a method does not touch this module's imports. The core's own
+backends (``sys/``, ``auth/token/``, ``identity/``) are bound by the core
+(``node.core.catalog``), which asks here for everything else.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
-from node.auth.token.backend import TokenBackend
-from node.barrier.view import BarrierView
 from node.engines.cubbyhole import CubbyholeBackend
 from node.engines.kv.v1 import KVv1Backend
 from node.engines.kv.v2 import KVv2Backend
-from node.engines.system.backend import SystemBackend
 from node.engines.types import ENGINE_TYPES, PLUGGABLE, kv_version
 from node.errors import InvalidRequestError
-from node.logical.backend import Backend
-from node.namespaces.model import ROOT
-from node.routing.mounts import MountEntry
+from node.logical.backend import Backend, Factory
+from node.logical.system_view import BackendConfig
 
-if TYPE_CHECKING:
-    from node.core.core import Core
-
-__all__ = ["build_backend"]
+__all__ = ["factory_for"]
 
 
-def _pluggable(entry: MountEntry, view: BarrierView, core: Core) -> Backend:
-    module_name, _, class_name = PLUGGABLE[entry.type].partition(":")
-    backend_class: Any = getattr(importlib.import_module(module_name), class_name)
-    backend: Backend = backend_class(view, entry, core)
-    return backend
+def _kv(config: BackendConfig) -> Backend:
+    if kv_version(config.mount) == "2":
+        return KVv2Backend(config.storage)
+    return KVv1Backend(config.storage)
 
 
-def build_backend(entry: MountEntry, view: BarrierView, core: Core) -> Backend:
-    namespace = core.namespaces.by_id(entry.namespace_id) or ROOT
-    if entry.type == "system":
-        return SystemBackend(core, namespace)
-    if entry.type == "cubbyhole":
-        return CubbyholeBackend(view)
-    if entry.type == "token":
-        return TokenBackend(core, namespace)
-    if entry.type in ENGINE_TYPES:
-        return KVv2Backend(view) if kv_version(entry) == "2" else KVv1Backend(view)
-    if entry.type in PLUGGABLE:
-        return _pluggable(entry, view, core)
-    raise InvalidRequestError(f"plugin not found in the catalog: {entry.type}")
+def _cubbyhole(config: BackendConfig) -> Backend:
+    return CubbyholeBackend(config.storage)
+
+
+def _imported(path: str) -> Factory:
+    module_name, _, name = path.partition(":")
+    found: Factory = vars(importlib.import_module(module_name))[name]
+    return found
+
+
+def factory_for(type_: str) -> Factory:
+    """The factory of a mountable type; 400 for an unknown one."""
+    if type_ in ENGINE_TYPES:
+        return _kv
+    if type_ == "cubbyhole":
+        return _cubbyhole
+    if type_ in PLUGGABLE:
+        return _imported(PLUGGABLE[type_])
+    raise InvalidRequestError(f"plugin not found in the catalog: {type_}")

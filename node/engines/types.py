@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from node.routing.mounts import MountEntry
+from node.logical.mount import MountEntry
 
 __all__ = ["AUTH_TYPES", "ENGINE_TYPES", "PLUGGABLE", "kv_version"]
 
 ENGINE_TYPES = ("kv", "kv-v1", "kv-v2")
-#: Backends built as ``Class(view, mount, core)``, by import path.
+#: Auth methods by the import path of their ``Factory`` (``(BackendConfig) -> Backend``),
+#: imported when first mounted.
 PLUGGABLE: dict[str, str] = {
-    "userpass": "node.auth.userpass.backend:UserpassBackend",
-    "idp": "node.auth.idp.backend:IdpBackend",
-    "identity": "node.identity.backend:IdentityBackend",
+    "userpass": "node.auth.userpass.backend:factory",
+    "idp": "node.auth.idp.backend:factory",
 }
 #: Auth methods that can be enabled with ``sys/auth`` (``token`` exists once, at ``token/``).
 AUTH_TYPES: tuple[str, ...] = ("userpass", "idp")

@@ -14,6 +14,7 @@ from node.framework.openapi import DocumentBuilder, Template, render_pattern
 from node.framework.path import Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.logical.system_view import BackendConfig
 from node.version import VERSION
 
 __all__ = ["FrameworkBackend", "HelpMatch"]
@@ -46,6 +47,22 @@ class FrameworkBackend:
         self.paths = list(paths)
         self._routes: dict[str, _Route] = {}
         self._schemas: dict[tuple[int, tuple[str, ...]], dict[str, Field]] = {}
+        #: Set by :meth:`setup`; ``None`` for a backend built outside a mount table.
+        self.config: BackendConfig | None = None
+
+    # -- lifecycle (``node.logical.backend.Backend``); no-ops unless a backend needs them --
+
+    def setup(self, config: BackendConfig) -> None:
+        self.config = config
+
+    async def initialize(self) -> None:
+        return None
+
+    def invalidate(self, key: str) -> None:
+        return None
+
+    async def cleanup(self) -> None:
+        return None
 
     def _route(self, path: str) -> _Route:
         """The row for ``path``. One request matches its path several times

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from node.errors import InvalidRequestError
-from node.routing.mounts import MountEntry
+from node.logical.mount import MountEntry
 
 __all__ = ["MountDirectory", "metadata", "policy_list", "unique"]
 

@@ -13,19 +13,15 @@ from __future__ import annotations
 import logging
 import secrets
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from node.identity import graph
 from node.identity.graph import IdentityPolicies
 from node.identity.records import EXTERNAL, Entity, EntityAlias, Group, Record, new_id, now
 from node.identity.state import IdentityState, fold
 from node.identity.store import IdentityStore
+from node.logical.mount import MountEntry
 from node.logical.response import Login
 from node.namespaces.model import Namespace, NamespaceTree
-from node.routing.mounts import MountEntry
-
-if TYPE_CHECKING:
-    from node.core.login import IdentityLink
 
 __all__ = ["IdentityPolicies", "IdentityService", "SingleRootTree", "generated_name"]
 
@@ -53,7 +49,8 @@ def generated_name(kind: str, taken: IdentityState) -> str:
 
 
 class IdentityService:
-    """Registry of namespace stores; implements the core's ``IdentityLink``."""
+    """Registry of namespace stores; implements the core's ``IdentityLink`` (checked
+    where the core binds it, ``node.core.catalog``)."""
 
     def __init__(self, tree: NamespaceTree) -> None:
         self.tree = tree
@@ -73,11 +70,6 @@ class IdentityService:
 
     def namespace_ids(self) -> list[str]:
         return sorted(self._stores)
-
-    def invalidate(self) -> None:
-        """Drop every cache (e.g. after a snapshot restore)."""
-        for store in self._stores.values():
-            store.invalidate()
 
     # -- namespace geometry ----------------------------------------------------
 
@@ -214,9 +206,3 @@ def _external_memberships(
             kept = tuple(m for m in group.member_entity_ids if m != entity_id)
             changed.append(group.touched(member_entity_ids=kept))
     return changed
-
-
-if TYPE_CHECKING:
-
-    def _conforms(service: IdentityService) -> IdentityLink:
-        return service

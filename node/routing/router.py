@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from node.logical.backend import Backend
-from node.routing.mounts import MountEntry
+from node.logical.mount import MountEntry
 
 __all__ = ["RouteMatch", "Router"]
 
@@ -20,7 +20,11 @@ class RouteMatch:
 
 
 class Router:
-    """Mount points (ending in ``/``) to backends."""
+    """Mount points (ending in ``/``) to backends.
+
+    Only the mount table (``node.core.mount_table``) mounts and unmounts, so
+    every backend sees one lifecycle; everything else only matches.
+    """
 
     def __init__(self) -> None:
         self._routes: dict[str, tuple[MountEntry, Backend]] = {}
@@ -28,14 +32,16 @@ class Router:
     def mount(self, entry: MountEntry, backend: Backend) -> None:
         self._routes[entry.route_path] = (entry, backend)
 
-    def unmount(self, path: str) -> None:
-        self._routes.pop(path, None)
-
-    def clear(self) -> None:
-        self._routes.clear()
+    def unmount(self, path: str) -> Backend | None:
+        """Stop routing to ``path``; the backend it had, for its owner to clean up."""
+        found = self._routes.pop(path, None)
+        return found[1] if found is not None else None
 
     def entries(self) -> list[MountEntry]:
         return [entry for entry, _ in self._routes.values()]
+
+    def mounted(self) -> list[tuple[MountEntry, Backend]]:
+        return list(self._routes.values())
 
     def match(self, path: str) -> RouteMatch | None:
         probe = path if path.endswith("/") else path + "/"

@@ -534,7 +534,7 @@ async def test_next_links_to_other_hosts_are_not_followed(idp: Idp) -> None:
 
 async def test_login_without_an_outbound_client_says_so(idp: Idp) -> None:
     await idp.configure(api_token=API_TOKEN)
-    del idp.dev.core.http_client  # type: ignore[attr-defined]
+    idp.dev.core.http_client = None
     assert_error(await idp.login("alice", password="pw"), 500, "outbound HTTP client")
 
 

@@ -122,3 +122,44 @@ def test_rotation_and_a_snapshot_restore_reach_the_cache(cluster: Cluster) -> No
     reply = active.request("POST", "/v1/sys/storage/raft/snapshot", token=token, raw=snapshot)
     assert reply.status == 204, reply
     eventually(standby, cluster, "cache/restored", {"v": "snapshot"})  # a reset: everything goes
+
+
+def test_mount_tune_and_unmount_on_the_active_node_reach_the_standbys_router(
+    cluster: Cluster,
+) -> None:
+    """The standby's mount table reconciles from the replicated ``core/mounts``:
+    the new mount routes there, a tune shows in its config, an unmount unroutes it."""
+    active, standby = cluster.active(), cluster.standbys()[1]
+    token = cluster.root_token
+    reply = active.request(
+        "POST", "/v1/sys/mounts/lifecycle", {"type": "kv", "options": {"version": "2"}}, token=token
+    )
+    assert reply.status == 204, reply
+    reply = active.request("PUT", "/v1/lifecycle/data/k", {"data": {"v": "1"}}, token=token)
+    assert reply.status == 200, reply
+
+    def on_standby(path: str) -> Reply:
+        reply = standby.request("GET", path, token=token)
+        assert "x-coffer-index" not in reply.headers  # the standby answered itself
+        return reply
+
+    def stored() -> object:
+        reply = on_standby("/v1/lifecycle/data/k")
+        return reply.json["data"]["data"] if reply.status == 200 else reply.status
+
+    wait_until(lambda: stored() == {"v": "1"}, 5, "the new mount routed on the standby")
+
+    reply = active.request(
+        "POST", "/v1/sys/mounts/lifecycle/tune", {"default_lease_ttl": "1h"}, token=token
+    )
+    assert reply.status == 204, reply
+    wait_until(
+        lambda: on_standby("/v1/sys/mounts/lifecycle/tune").json["default_lease_ttl"] == 3600,
+        5,
+        "the tune on the standby",
+    )
+    assert stored() == {"v": "1"}  # the tuned mount still serves its data
+
+    reply = active.request("DELETE", "/v1/sys/mounts/lifecycle", token=token)
+    assert reply.status == 204, reply
+    wait_until(lambda: stored() == 404, 5, "the mount gone from the standby")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path as FilePath
-from typing import Any
 
 from node.barrier.view import BarrierView
 from node.engines import types
@@ -21,9 +20,9 @@ from node.errors import CofferError
 from node.framework import FieldData, FrameworkBackend, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
-from node.routing.mounts import MountEntry
+from node.logical.system_view import BackendConfig
 
-__all__ = ["TYPE", "WritesOnRead", "command", "register"]
+__all__ = ["TYPE", "WritesOnRead", "command", "factory", "register"]
 
 TYPE = "test-writes-on-read"
 
@@ -36,9 +35,9 @@ class WritesOnRead(FrameworkBackend):
     type = TYPE
     help_text = "Test engine: reads that write."
 
-    def __init__(self, view: BarrierView, mount: MountEntry, core: Any) -> None:
+    def __init__(self, view: BarrierView, node_name: str) -> None:
         self._view = view
-        self._core = core
+        self._node_name = node_name
         super().__init__(
             [
                 Path("count", {Operation.READ: self._count}, summary="Count one read."),
@@ -48,7 +47,7 @@ class WritesOnRead(FrameworkBackend):
         )
 
     def _answer(self, count: int) -> Response:
-        return Response(data={"count": count, "served_by": self._core.cluster.settings.node_id})
+        return Response(data={"count": count, "served_by": self._node_name})
 
     async def _stored(self) -> int:
         stored = await self._view.get_json("count")
@@ -69,10 +68,19 @@ class WritesOnRead(FrameworkBackend):
         return self._answer(await self._stored())
 
 
+def _node_name() -> str:
+    """The test cluster names each node's config file after the node (``<name>.hcl``)."""
+    return FilePath(sys.argv[sys.argv.index("-config") + 1]).stem
+
+
+def factory(config: BackendConfig) -> WritesOnRead:
+    return WritesOnRead(config.storage, _node_name())
+
+
 def register() -> None:
     """Add the type to the catalog (before the ``sys/auth`` paths copy the list)."""
     assert "node.engines.system.mounts" not in sys.modules, "register before the server loads"
-    types.PLUGGABLE[TYPE] = f"{__name__}:WritesOnRead"
+    types.PLUGGABLE[TYPE] = f"{__name__}:factory"
     types.AUTH_TYPES = (*types.AUTH_TYPES, TYPE)
 
 

@@ -34,7 +34,7 @@ async def view() -> BarrierView:
 @pytest.fixture
 def backend(view: BarrierView) -> UserpassBackend:
     mount = new_mount("userpass/", "userpass", table="auth")
-    return UserpassBackend(view, mount, None, passwords=CHEAP)
+    return UserpassBackend(view, mount, passwords=CHEAP)
 
 
 async def send(backend: UserpassBackend, operation: Operation, path: str, **data: object) -> object:

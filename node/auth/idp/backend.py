@@ -1,14 +1,14 @@
 """``auth/idp``: config, local users and groups, and the unauthenticated login.
 
-Built by the mount table as ``IdpBackend(view, mount, core)``. Outgoing calls
-go through ``core.http_client`` (a ``node.outbound.HttpClient`` the server
+Built by :func:`factory` from the mount's config. Outgoing calls go through
+the system view's ``http_client()`` (a ``node.outbound.HttpClient`` the server
 sets), so this package never touches aiohttp.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from node.auth.idp.config import NO_API_TOKEN_WARNING, IdpConfig, config_fields
 from node.auth.idp.login import authenticate, policies_for
@@ -30,16 +30,14 @@ from node.errors import (
     UnsupportedPathError,
 )
 from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
+from node.logical.mount import MountEntry
 from node.logical.request import Operation, Request
 from node.logical.response import Login, Response
+from node.logical.system_view import BackendConfig, SystemView
 from node.outbound import HttpClient
-from node.routing.mounts import MountEntry
 from node.tokens.entry import TokenEntry
 
-if TYPE_CHECKING:
-    from node.core.core import Core
-
-__all__ = ["IdpBackend"]
+__all__ = ["IdpBackend", "factory"]
 
 _CONFIG = "config"
 
@@ -56,10 +54,10 @@ class IdpBackend(FrameworkBackend):
     type = "idp"
     help_text = _HELP
 
-    def __init__(self, view: BarrierView, mount: MountEntry, core: Core) -> None:
+    def __init__(self, view: BarrierView, mount: MountEntry, system: SystemView) -> None:
         self._view = view
         self._mount = mount
-        self._core = core
+        self._system = system
         self._mappings = Mappings(view)
         name = Field(FieldType.STRING, "Name of the user or group.", required=True)
         policies = Field(FieldType.COMMA_STRING_LIST, "Policies granted.")
@@ -194,8 +192,8 @@ class IdpBackend(FrameworkBackend):
     # -- login ----------------------------------------------------------------
 
     def _http(self) -> HttpClient:
-        client: Any = getattr(self._core, "http_client", None)
-        if not isinstance(client, HttpClient):
+        client = self._system.http_client()
+        if client is None:
             raise CofferError("no outbound HTTP client is configured on this server")
         return client
 
@@ -263,3 +261,7 @@ def _listing(keys: list[str]) -> Response:
 def _header(request: Request, name: str) -> str:
     wanted = name.lower()
     return next((v for k, v in request.headers.items() if k.lower() == wanted), "")
+
+
+def factory(config: BackendConfig) -> IdpBackend:
+    return IdpBackend(config.storage, config.mount, config.system)

@@ -8,7 +8,7 @@ address and applies the mount's TTL limits (``node.core.login``).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from node.auth.userpass.fields import (
     USERNAME,
@@ -23,14 +23,12 @@ from node.auth.userpass.store import UserEntry, UserStore
 from node.barrier.view import BarrierView
 from node.errors import ConflictError, InvalidRequestError, UnsupportedPathError
 from node.framework import FieldData, FrameworkBackend, Path
+from node.logical.mount import MountEntry
 from node.logical.request import Operation, Request
 from node.logical.response import Login, Response
-from node.routing.mounts import MountEntry
+from node.logical.system_view import BackendConfig
 
-if TYPE_CHECKING:
-    from node.core.core import Core
-
-__all__ = ["INVALID_CREDENTIALS", "UserpassBackend"]
+__all__ = ["INVALID_CREDENTIALS", "UserpassBackend", "factory"]
 
 #: The reference's answer to a wrong password and to an unknown user alike.
 INVALID_CREDENTIALS = "invalid username or password"
@@ -62,7 +60,6 @@ class UserpassBackend(FrameworkBackend):
         self,
         view: BarrierView,
         mount: MountEntry,
-        core: Core | None = None,
         *,
         passwords: Passwords | None = None,
     ) -> None:
@@ -205,3 +202,8 @@ def _existing(found: UserEntry | None) -> UserEntry:
     if found is None:
         raise InvalidRequestError("username does not exist")
     return found
+
+
+def factory(config: BackendConfig) -> UserpassBackend:
+    """The method needs only its storage: the core mints tokens (``node.core.login``)."""
+    return UserpassBackend(config.storage, config.mount)

@@ -1,0 +1,177 @@
+"""The one entry point for writes this node did not make: keeps its caches and mounts in step.
+
+A replica reports the barrier keys of every entry it applied (on the event
+loop) to :meth:`ReplicatedWrites.on_changes`. Today the Raft cluster does
+(``node.cluster.invalidation`` hands its subscription here); cross-cluster
+replication will route the writes it applies through the same method, so
+every replicated write reaches backends the same way.
+
+Cheap invalidations (the barrier's read cache, policies, a backend's
+``invalidate(key)``) happen at once; reloads that read storage (namespaces,
+mount tables, keyring) run in order on one task. Mount tables and keys under
+a mount belong to the mount table (``node.core.mount_table``), the one owner
+of the mount lifecycle. :meth:`settled` lets a caller wait until everything
+applied so far has been processed, which is how a standby that relayed a
+write answers only once its own caches show it.
+
+The active node sees its own writes come back too, so every reload compares
+before it changes anything: an unchanged mount keeps its backend instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import TYPE_CHECKING, Protocol
+
+from node.barrier.barrier import KEYRING_PATH
+from node.namespaces.model import ROOT
+
+if TYPE_CHECKING:
+    from node.core.core import Core
+
+__all__ = ["AppliedChanges", "ReplicatedWrites"]
+
+log = logging.getLogger("coffer.core.replicated")
+
+_POLICY = re.compile(r"(?:namespaces/(?P<ns>[^/]+)/)?sys/policy/policy/(?P<name>.+)$")
+_NAMESPACES = "sys/namespaces/"
+
+#: What a reload does: ("all",), ("namespaces",), ("mounts", ns id) or ("keyring",).
+Job = tuple[str, ...]
+
+
+class AppliedChanges(Protocol):
+    """Keys changed by the entry at ``index`` of the applied stream; ``reset``: every key."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def reset(self) -> bool: ...
+
+
+class ReplicatedWrites:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._queue: asyncio.Queue[tuple[int, Job]] = asyncio.Queue()
+        self._done_index = 0
+        self._seen_index = 0
+        self._progress = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, applied: int) -> None:
+        """Begin processing; ``applied`` is the last index already reflected in storage."""
+        self._done_index = self._seen_index = applied
+        # Entries applied between the barrier's unseal and our subscription were
+        # reported to nobody: forget whatever was read while they went by.
+        self._core.barrier.invalidate_all()
+        self._task = asyncio.create_task(self._run(), name="replicated-writes")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self._queue = asyncio.Queue()
+
+    # -- intake (event loop, from the replica's subscription) -----------------------
+
+    def on_changes(self, changes: AppliedChanges) -> None:
+        """Entries applied to this node's storage by someone else."""
+        # The read cache first and always (sealed or not yet serving too): the
+        # replica already holds the new values, so nothing may serve old ones.
+        if changes.reset:
+            self._core.barrier.invalidate_all()
+        else:
+            self._core.barrier.invalidate(changes.keys)
+        if self._task is None or self._core.sealed:
+            return
+        self._seen_index = max(self._seen_index, changes.index)
+        jobs: list[Job] = []
+        if changes.reset:
+            jobs.append(("all",))
+        for key in changes.keys:
+            jobs.extend(self._classify(key))
+        if not jobs:
+            self._queue.put_nowait((changes.index, ()))
+        for job in dict.fromkeys(jobs):
+            self._queue.put_nowait((changes.index, job))
+
+    def _classify(self, key: str) -> list[Job]:
+        core = self._core
+        if key == KEYRING_PATH:
+            return [("keyring",)]
+        if key.startswith(_NAMESPACES):
+            return [("namespaces",)]
+        if (namespace_id := core.mounts.table_owner(key)) is not None:
+            return [("mounts", namespace_id)]
+        if match := _POLICY.match(key):
+            store = core.policy_store(match["ns"] or ROOT.id)
+            store.invalidate(match["name"])
+            core.access.clear()
+            return []
+        core.mounts.invalidate(key)
+        return []
+
+    async def settled(self, index: int, timeout: float) -> None:
+        """Wait until every change up to ``index`` has been processed."""
+        if self._seen_index < index:
+            # The replica may count ``index`` as applied while its report is still
+            # queued for the loop (posted from the Raft thread): let it run first.
+            await asyncio.sleep(0)
+        async with asyncio.timeout(timeout), self._progress:
+            await self._progress.wait_for(
+                lambda: self._done_index >= min(index, self._seen_index) or self._task is None
+            )
+
+    # -- the reload task ---------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            index, job = await self._queue.get()
+            if job:
+                try:
+                    await self._reload(job)
+                except Exception:  # a failed reload must not stop later ones
+                    log.exception("cache reload failed", extra={"event": "cluster.reload_failed"})
+            async with self._progress:
+                self._done_index = max(self._done_index, index)
+                self._progress.notify_all()
+
+    async def _reload(self, job: Job) -> None:
+        core = self._core
+        if core.sealed:
+            return
+        kind = job[0]
+        if kind == "keyring":
+            await core.barrier.reload_keyring()
+        elif kind == "mounts":
+            namespace = core.namespaces.by_id(job[1])
+            if namespace is not None:
+                await core.mounts.reconcile(namespace)
+        else:
+            if kind == "all":
+                await core.barrier.reload_keyring()
+                for namespace in core.namespaces.all():
+                    core.policy_store(namespace.id).invalidate()
+                core.mounts.invalidate_all()
+            await self._reload_namespaces()
+            core.access.clear()
+
+    async def _reload_namespaces(self) -> None:
+        core = self._core
+        before = {ns.id for ns in core.namespaces.all()}
+        await core.namespaces.load()
+        after = {ns.id for ns in core.namespaces.all()}
+        for namespace_id in {e.namespace_id for e in core.router.entries()} - after:
+            await core.mounts.unload_namespace(namespace_id)
+        for namespace_id in before - after:
+            if core.identity is not None:
+                core.identity.unregister(namespace_id)
+        for namespace in core.namespaces.all():
+            await core.mounts.reconcile(namespace)
