@@ -27,7 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from api.translate import UNAUTHENTICATED_BODY_LIMIT
-from bench.procs import Proc, free_port, http_json, python_command, wait_until
+from bench.procs import Proc, python_command
+from harness.ports import free_port
+from harness.rest import call
+from harness.wait import wait_until
 
 __all__ = ["main"]
 
@@ -206,8 +209,14 @@ def main() -> None:
             Path(tmp) / "server.log",
         ).start()
         try:
-            wait_until(lambda: http_json(port, "GET", "/v1/sys/health")[0] == 200, 30, "dev server")
-            http_json(port, "POST", "/v1/sys/auth/userpass", {"type": "userpass"}, token=TOKEN)
+            wait_until(
+                lambda: call(port, "GET", "/v1/sys/health", timeout=30).status == 200,
+                30,
+                "dev server",
+            )
+            call(
+                port, "POST", "/v1/sys/auth/userpass", {"type": "userpass"}, timeout=30, token=TOKEN
+            )
             print(f"{'phase':<44} {'worst ms':>9} {'p99 ms':>8}  answers")
             for phase in PHASES:
                 worst, p99, results = _run_phase(port, phase)

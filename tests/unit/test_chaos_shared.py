@@ -1,6 +1,7 @@
 """The pieces the chaos runners and the real-process tests share: the KV load loop
-(``chaos.workload``), the HTTP helpers (``chaos.rest``) and the launcher helpers
-(``chaos.launch``). No server runs here: the load talks to scripted targets."""
+(``chaos.workload``), the HTTP helpers (``harness.rest``) and the launcher helpers
+(``harness.process``, ``harness.wait``). No server runs here: the load talks to
+scripted targets."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from chaos import launch
 from chaos.checker import ANY, FINAL, STRONG, History, check
 from chaos.measures import (
     Fault,
@@ -33,9 +33,11 @@ from chaos.process.__main__ import END, START, markdown_table, results_block
 from chaos.process.context import Settings
 from chaos.process.runner import ScenarioResult
 from chaos.record import replace_block
-from chaos.rest import Reply, send
 from chaos.sampler import Sampler
 from chaos.workload import Answer, KVWorkload, LoadConfig
+from harness.process import child_env
+from harness.rest import Reply, send
+from harness.wait import wait_until
 
 
 class Target:
@@ -144,7 +146,7 @@ def test_writers_own_their_keys_and_never_reuse_a_value() -> None:
     load = Load(Target("node1", every_third_fails), ["a", "b", "c"], writers=2)
     load.start()
     try:
-        launch.wait_until(lambda: len(load.history.ops) >= 30, 20, "30 writes")
+        wait_until(lambda: len(load.history.ops) >= 30, 20, "30 writes")
     finally:
         load.stop()
 
@@ -230,12 +232,12 @@ def test_wait_until_retries_only_what_it_is_told_and_fails_with_the_callers_erro
             raise http.client.RemoteDisconnected("not yet")
         return 42
 
-    assert launch.wait_until(flaky, 10, "flaky", every=0) == 42
+    assert wait_until(flaky, 10, "flaky", every=0) == 42
     with pytest.raises(AssertionError, match="timed out after 0s waiting for nothing"):
-        launch.wait_until(lambda: None, 0, "nothing", error=AssertionError)
+        wait_until(lambda: None, 0, "nothing", error=AssertionError)
     empty: dict[str, int] = {}
     with pytest.raises(KeyError):
-        launch.wait_until(lambda: empty["x"], 10, "a key", retry_on=(OSError,))
+        wait_until(lambda: empty["x"], 10, "a key", retry_on=(OSError,))
 
 
 def test_child_env_strips_the_given_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,8 +245,8 @@ def test_child_env_strips_the_given_prefixes(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("VAULT_TOKEN", "y")
     monkeypatch.setenv("PYTHONPATH", "z")
 
-    default = launch.child_env()
-    stricter = launch.child_env(strip=("COFFER_", "VAULT_", "PYTHON"))
+    default = child_env()
+    stricter = child_env(strip=("COFFER_", "VAULT_", "PYTHON"))
 
     assert "COFFER_ADDR" not in default and default["VAULT_TOKEN"] == "y"
     assert "VAULT_TOKEN" not in stricter and "PYTHONPATH" not in stricter
@@ -375,7 +377,7 @@ def test_the_sampler_polls_every_node_and_records_a_failed_poll_as_no_answer() -
     sampler = Sampler({"n1": leader, "n2": down}, history, time.monotonic(), every=0.01)
     sampler.start()
     try:
-        launch.wait_until(
+        wait_until(
             lambda: {s.node for s in history.samples} == {"n1", "n2"}, 20, "both nodes polled"
         )
     finally:

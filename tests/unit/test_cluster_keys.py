@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from consensus.local import read_local_state
-from consensus.testing import open_single_node
+from harness.raft import open_single_node
 from node.cluster.join import Challenges
 from node.cluster.secrets import (
     challenge_key,

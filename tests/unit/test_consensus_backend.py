@@ -17,7 +17,8 @@ from consensus import ChangeSet, RaftBackend, RaftConfig
 from consensus.commands import Applied, Txn, decode_command, new_command_id
 from consensus.journal import DurableJournal
 from consensus.node import RaftNode
-from consensus.testing import free_port, lose_first_callback, make_config, open_single_node
+from harness.ports import free_port
+from harness.raft import lose_first_callback, make_config, open_single_node
 from node.errors import InvalidRequestError, StorageError
 from node.physical.base import Delete, Entry, Put
 

@@ -32,8 +32,8 @@ from consensus.commands import (
     new_command_id,
 )
 from consensus.state import KVState
-from consensus.testing import lose_first_callback, make_config, open_single_node, single_node
 from consensus.transport import coalesce_acks
+from harness.raft import lose_first_callback, make_config, open_single_node, single_node
 from node.errors import RevisionMismatchError, StorageError
 from node.physical.base import Check, Delete, Entry, Put
 

@@ -21,7 +21,8 @@ from consensus.backend import RaftBackend
 from consensus.config import RaftConfigError
 from consensus.journal import DurableJournal
 from consensus.node import RaftNode
-from consensus.testing import free_port, make_config, single_node
+from harness.ports import free_port
+from harness.raft import make_config, single_node
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPORT = re.compile(r"^\s*(import|from)\s+pysyncobj\b", re.MULTILINE)

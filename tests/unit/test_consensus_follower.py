@@ -19,7 +19,7 @@ from consensus._vendor.pysyncobj.transport import TCPTransport
 from consensus.commands import Txn, encode_command
 from consensus.follower import reconcile
 from consensus.node import RaftNode
-from consensus.testing import make_config
+from harness.raft import make_config
 from node.physical.base import Put
 
 LEADER = "127.0.0.1:9"  # sorts above our address: we never dial it

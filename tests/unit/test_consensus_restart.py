@@ -15,7 +15,7 @@ from pathlib import Path
 
 from consensus.backend import RaftBackend
 from consensus.dumps import JOURNAL_COMPACT_BYTES
-from consensus.testing import make_config
+from harness.raft import make_config
 
 VALUE = 100_000
 

@@ -28,7 +28,8 @@ from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
 from consensus.state import KVState
 from consensus.state_machine import ReplicatedStore
-from consensus.testing import TEST_TIMERS, free_port, make_config, open_single_node, single_node
+from harness.ports import free_port
+from harness.raft import TEST_TIMERS, make_config, open_single_node, single_node
 
 MARKER = b"CIPHERTEXT-MARKER-7f3a"
 

@@ -28,7 +28,7 @@ from consensus.pki import (
     issue_node_certificate,
     node_tls,
 )
-from consensus.testing import free_port
+from harness.ports import free_port
 
 CALM = {
     "heartbeat_interval": 0.05,

@@ -1,6 +1,6 @@
 """One RaftBackend in a subprocess, driven over stdin/stdout JSON lines.
 
-Started by ``tests/cluster/harness.py`` as ``python -m tests.cluster.node_runner
+Started by :mod:`harness.raft_cluster` as ``python -m harness.raft_node
 <config-json>``. Each stdin line is ``{"id": n, "op": ..., ...}`` and gets one
 stdout line ``{"id": n, "ok": bool, "result"|"error": ...}``; requests are
 handled concurrently. Logs go to stderr. A write load runs *inside* the node

@@ -1,24 +1,24 @@
-"""Helpers for tests that need a real Raft backend (one node, loopback).
+"""A real Raft backend in this process (one node, loopback), for tests and benchmarks.
 
 Single-node clusters elect themselves after one election timeout, so tests
-use short timers; nothing here is meant for production configs.
+use short timers; nothing here is meant for production configs. (It was
+``consensus/testing.py``: test code does not ship in the server package.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from consensus.backend import RaftBackend
 from consensus.config import RaftConfig
+from harness.ports import free_port
 
 __all__ = [
     "TEST_TIMERS",
-    "free_port",
     "lose_first_callback",
     "make_config",
     "open_single_node",
@@ -35,14 +35,6 @@ TEST_TIMERS: dict[str, Any] = {
     "ping_interval": 0.1,
     "reconnect_interval": 0.1,
 }
-
-
-def free_port() -> int:
-    """A currently unused loopback port (racy by nature; fine for tests)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def make_config(data_dir: Path, **overrides: Any) -> RaftConfig:

@@ -1,7 +1,9 @@
-"""A cluster of ``node_runner`` subprocesses on loopback, for the raft tests.
+"""A cluster of bare Raft nodes (:mod:`harness.raft_node` subprocesses) on loopback.
 
-Each node is a real process with its own data directory, so ``kill -9`` and
-restarts exercise the journal and dump files exactly as a crash would.
+For the Raft tests and ``tests/cluster/bench_raft.py``: no HTTP, no Coffer core,
+only the consensus layer. Each node is a real process with its own data
+directory, so ``kill -9`` and restarts exercise the journal and dump files exactly
+as a crash would.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ import queue
 import subprocess
 import sys
 import threading
-import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from consensus.testing import free_port
+from harness.ports import free_port
+from harness.process import child_env
+from harness.wait import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
+__all__ = ["TIMERS", "Cluster", "NodeError", "NodeProcess", "running"]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Loopback timers: heartbeats every 50 ms, elections after 250-600 ms.
 TIMERS = {
@@ -50,11 +56,10 @@ class NodeProcess:
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env["PYTHONUNBUFFERED"] = "1"
+        env = child_env(strip=("PYTHON",))
         with open(self.log_path, "a") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.cluster.node_runner", json.dumps(self.config)],
+                [sys.executable, "-m", "harness.raft_node", json.dumps(self.config)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -166,8 +171,8 @@ class Cluster:
 
     def wait_for_leader(self, timeout: float = 15.0) -> NodeProcess:
         """The node that the live nodes agree leads (polls status)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def agreed() -> NodeProcess | None:
             live = self.live()
             statuses = [node.request("status") for node in live]
             leaders = {status["leader"] for status in statuses}
@@ -176,8 +181,9 @@ class Cluster:
                 for node, status in zip(live, statuses, strict=True):
                     if node.address == address and status["state"] == "leader":
                         return node
-            time.sleep(0.02)
-        raise NodeError("no agreed leader")
+            return None
+
+        return wait_until(agreed, timeout, "an agreed leader", 0.02, retry_on=(), error=NodeError)
 
     def followers(self, leader: NodeProcess) -> list[NodeProcess]:
         return [node for node in self.live() if node is not leader]
@@ -192,3 +198,25 @@ class Cluster:
         for node in self.live():
             node.request("wait_index", index=target, timeout=timeout, wait=timeout + 5)
         return int(target)
+
+
+@contextlib.contextmanager
+def running(
+    root: Path,
+    *,
+    hosts: list[str] | None = None,
+    forbidden: Sequence[str] = ("truncating already-applied", "CRITICAL"),
+    **overrides: Any,
+) -> Iterator[Cluster]:
+    """A started :class:`Cluster`, closed afterwards; then no node's log may hold any of
+    ``forbidden`` (checked only when the block using it did not fail)."""
+    nodes = Cluster(root, hosts=hosts, **overrides)
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.close()
+    for node in nodes.nodes:
+        log = node.log_text()
+        for text in forbidden:
+            assert text not in log, f"{node.name}: {text!r} in {log[-2000:]}"

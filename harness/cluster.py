@@ -1,17 +1,17 @@
-"""A cluster of real ``coffer server`` processes on loopback, for the chaos tool.
+"""A cluster of real ``coffer server`` processes on loopback: the chaos tool's and the tests'.
 
 Each node serves its API on 127.0.0.1 and runs Raft on a loopback IP of its own
 (Linux routes all of 127/8 to ``lo``, and the Raft transport binds its outgoing
 connections to ``cluster_addr`` too), so an iptables rule on that IP cuts exactly
-one node's Raft links while every API stays reachable. The Raft IPs sit in a
-block picked per process (``127.77.<1 + pid % 250>.1x``), away from the 127.0.0.1x the
-test suite uses, so a partition here never hits another run's cluster.
+one node's Raft links while every API stays reachable. By default the Raft IPs sit
+in a block picked per process (``127.77.<1 + pid % 250>.1x``), away from the
+127.0.0.1x the HA tests pass as ``raft_net``, so a partition made by one run never
+hits another run's cluster.
 
-Self-contained on purpose (the tool does not import the test suite): bootstrap is
-init node 1, unseal it, then each other node ``retry_join``s node 1 and is
-unsealed with the same Shamir keys, as an operator would do it. The HA tests
-(``tests/cluster/servers.py``) use this launcher too, through subclasses that
-keep their own addresses (127.0.0.1x), timeouts and failure type.
+Bootstrap is what an operator does: init node 1, unseal it, then each other node
+``retry_join``s node 1 and is unsealed with the same Shamir keys. The HA tests
+(``tests/cluster/servers.py``) subclass it to keep their own addresses, timeouts and
+failure type.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import http.client
 import os
 import signal
 import subprocess
@@ -29,11 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
-from chaos import launch
-from chaos.launch import free_port, spawn_server
-from chaos.rest import Reply, call
+from harness import wait
+from harness.ports import free_port
+from harness.process import spawn_server
+from harness.rest import NO_ANSWER, Reply, call
 
-__all__ = ["Cluster", "ClusterError", "Node", "Reply", "raft_block", "wait_until"]
+__all__ = ["SERVING", "Cluster", "ClusterError", "Node", "Reply", "raft_block", "wait_until"]
 
 T = TypeVar("T")
 
@@ -55,7 +55,7 @@ def _kill_leftovers() -> None:
 
 
 class ClusterError(RuntimeError):
-    """The cluster did not do what the tool needed (start, unseal, elect...)."""
+    """The cluster did not do what its user needed (start, unseal, elect...)."""
 
 
 def raft_block(pid: int | None = None) -> str:
@@ -65,7 +65,7 @@ def raft_block(pid: int | None = None) -> str:
 
 def wait_until(check: Callable[[], T | None], timeout: float, what: str, every: float = 0.1) -> T:
     """Poll ``check`` until it returns something truthy; errors count as "not yet"."""
-    return launch.wait_until(check, timeout, what, every, error=ClusterError)
+    return wait.wait_until(check, timeout, what, every, error=ClusterError)
 
 
 @dataclass
@@ -338,7 +338,7 @@ class Cluster:
         for node in self.nodes:
             try:
                 codes[node.name] = node.health(timeout=2) if node.running else 0
-            except (OSError, http.client.HTTPException):
+            except NO_ANSWER:
                 codes[node.name] = 0
         return codes
 
