@@ -35,7 +35,7 @@ from consensus.wire import (
     frame,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ints = st.integers(min_value=0, max_value=2**63 - 1)
 commands = st.binary(min_size=1, max_size=64)
 entries = st.lists(st.tuples(commands, ints, ints), max_size=5)

@@ -9,7 +9,7 @@ import pytest
 
 from api.listener import ListenerLimits
 from api.server import listener_limits
-from tests.unit.test_config import load, refused
+from tests.unit.node.config.test_config import load, refused
 
 _BASE = 'storage "inmem" {}\n'
 

@@ -24,7 +24,7 @@ from consensus.node import RaftNode
 from harness.ports import free_port
 from harness.raft import make_config, single_node
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 IMPORT = re.compile(r"^\s*(import|from)\s+pysyncobj\b", re.MULTILINE)
 
 
