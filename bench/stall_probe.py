@@ -15,7 +15,6 @@ A benchmark, not a test: the figures depend on the machine.
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import statistics
@@ -29,7 +28,7 @@ from pathlib import Path
 from api.translate import UNAUTHENTICATED_BODY_LIMIT
 from bench.procs import Proc, python_command
 from harness.ports import free_port
-from harness.rest import call
+from harness.rest import Session, call
 from harness.wait import wait_until
 
 __all__ = ["main"]
@@ -164,13 +163,12 @@ PHASES = [
 
 
 def _measure(port: int, stop: threading.Event, latencies: list[float]) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    session = Session("127.0.0.1", port, timeout=120)
     while not stop.is_set():
         started = time.perf_counter()
-        conn.request("GET", "/v1/sys/seal-status")
-        conn.getresponse().read()
+        session.request("GET", "/v1/sys/seal-status")
         latencies.append(time.perf_counter() - started)
-    conn.close()
+    session.close()
 
 
 def _run_phase(port: int, phase: Phase) -> tuple[float, float, list[int]]:

@@ -14,9 +14,16 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
-__all__ = ["child_env", "coffer_command", "spawn_server", "terminate"]
+__all__ = [
+    "LogSource",
+    "assert_logs_free_of",
+    "child_env",
+    "coffer_command",
+    "spawn_server",
+    "terminate",
+]
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
 
@@ -85,3 +92,18 @@ def terminate(proc: subprocess.Popen[bytes], timeout: float) -> bool:
         proc.wait()
         return False
     return True
+
+
+class LogSource(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def log_text(self) -> str: ...
+
+
+def assert_logs_free_of(nodes: Sequence[LogSource], forbidden: Sequence[str]) -> None:
+    """Fail (AssertionError) if any node's log holds any of ``forbidden``; shows its tail."""
+    for node in nodes:
+        log = node.log_text()
+        for text in forbidden:
+            assert text not in log, f"{node.name}: {text!r} in {log[-4000:]}"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ports import free_port
-from harness.process import child_env
+from harness.process import assert_logs_free_of, child_env
 from harness.wait import wait_until
 
 __all__ = ["TIMERS", "Cluster", "NodeError", "NodeProcess", "running"]
@@ -216,7 +216,4 @@ def running(
         yield nodes
     finally:
         nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        for text in forbidden:
-            assert text not in log, f"{node.name}: {text!r} in {log[-2000:]}"
+    assert_logs_free_of(nodes.nodes, forbidden)

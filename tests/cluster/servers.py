@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from harness import cluster as harness_cluster
 from harness import wait
+from harness.process import assert_logs_free_of
 from harness.rest import NO_ANSWER, SERVICE_TOKEN, Reply
 
 __all__ = ["ROOT", "Cluster", "Node", "Reply", "bootstrapped", "wait_until"]
@@ -98,7 +99,4 @@ def bootstrapped(
         yield nodes
     finally:
         nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        for text in forbidden:
-            assert text not in log, f"{node.name}: {text!r} in {log[-4000:]}"
+    assert_logs_free_of(nodes.nodes, forbidden)
