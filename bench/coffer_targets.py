@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.haproxy import HAProxy
-from bench.procs import Proc, free_port, http_json, wait_until
+from bench.procs import Proc
 from bench.revision import tree_at
 from bench.targets import Endpoints, Target
+from harness.ports import free_port
+from harness.rest import call
+from harness.wait import wait_until
 
 __all__ = ["CofferCluster", "CofferSingle", "ServeFlags"]
 
@@ -112,7 +115,9 @@ class CofferNode:
         return self.proc
 
     def request(self, method: str, path: str, body: Any = None, token: str = "") -> Any:
-        return http_json(self.api_port, method, path, body, token=token)
+        """The answer's status and JSON body (None when empty)."""
+        reply = call(self.api_port, method, path, body, timeout=30, token=token or None)
+        return reply.status, reply.doc
 
     def health(self) -> int:
         return int(self.request("GET", "/v1/sys/health")[0])

@@ -13,8 +13,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench.procs import Proc, free_port, http_json, wait_until
+from bench.procs import Proc
 from bench.targets import Endpoints, Target
+from harness.ports import free_port
+from harness.rest import call
+from harness.wait import wait_until
 
 __all__ = ["EtcdCluster", "etcd_binary", "etcd_version"]
 
@@ -74,7 +77,8 @@ class EtcdCluster(Target):
             for proc in self.procs:
                 proc.check_alive()
             for index, port in enumerate(self.client_ports):
-                status, body = http_json(port, "POST", "/v3/maintenance/status", {}, timeout=2)
+                reply = call(port, "POST", "/v3/maintenance/status", {}, timeout=2)
+                status, body = reply.status, reply.doc
                 if status != 200 or not body.get("leader"):
                     return None
                 if body["leader"] == body["header"]["member_id"]:

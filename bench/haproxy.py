@@ -15,7 +15,10 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.procs import ROOT, Proc, free_port, http_json, wait_until
+from bench.procs import ROOT, Proc
+from harness.ports import free_port
+from harness.rest import call
+from harness.wait import wait_until
 
 __all__ = ["COMPOSE_CFG", "HAProxy", "render_config"]
 
@@ -77,10 +80,15 @@ class HAProxy:
         def ok() -> bool:
             assert self.proc is not None
             self.proc.check_alive()
-            status, _ = http_json(self.port, "GET", "/v1/sys/health?perfstandbyok=true")
-            put, _ = http_json(
-                self.port, "PUT", "/v1/secret/data/lb-probe", {"data": {"v": 1}}, token=token
-            )
+            status = call(self.port, "GET", "/v1/sys/health?perfstandbyok=true", timeout=30).status
+            put = call(
+                self.port,
+                "PUT",
+                "/v1/secret/data/lb-probe",
+                {"data": {"v": 1}},
+                timeout=30,
+                token=token,
+            ).status
             return status == 200 and put == 200
 
         wait_until(ok, 60, "haproxy routing", every=0.5)

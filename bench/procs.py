@@ -1,71 +1,28 @@
-"""Starting and stopping the server processes a benchmark targets, and small HTTP helpers."""
+"""Starting and stopping the server processes a benchmark targets (Coffer, etcd, HAProxy).
+
+Ports, waits and HTTP are the harness's (:mod:`harness.ports`, :mod:`harness.wait`,
+:mod:`harness.rest`).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import http.client
-import json
-import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
-from chaos import launch
-from chaos.launch import free_port
+from harness.process import child_env, terminate
 
-__all__ = [
-    "ROOT",
-    "Proc",
-    "free_port",
-    "http_json",
-    "python_command",
-    "wait_until",
-]
+__all__ = ["ROOT", "Proc", "python_command"]
 
 ROOT = Path(__file__).resolve().parents[1]
-_T = TypeVar("_T")
 
 
 def python_command() -> list[str]:
     """The interpreter running the benchmark (the project's virtualenv)."""
     return [sys.executable]
-
-
-def wait_until(
-    check: Callable[[], _T | None], timeout: float, what: str, every: float = 0.05
-) -> _T:
-    """Poll until ``check`` returns something truthy (the chaos launcher's loop)."""
-    return launch.wait_until(check, timeout, what, every)
-
-
-def http_json(
-    port: int,
-    method: str,
-    path: str,
-    body: Any = None,
-    *,
-    token: str = "",
-    timeout: float = 30.0,
-    host: str = "127.0.0.1",
-) -> tuple[int, Any]:
-    """One blocking request; the answer's status and decoded JSON body (or ``None``)."""
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["X-Vault-Token"] = token
-    payload = None if body is None else json.dumps(body).encode()
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request(method, path, body=payload, headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-    finally:
-        conn.close()
-    return response.status, (json.loads(raw) if raw else None)
 
 
 @dataclass
@@ -81,9 +38,8 @@ class Proc:
     started_at: float = 0.0
 
     def start(self) -> Proc:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("COFFER_", "VAULT_"))}
+        env = child_env(strip=("COFFER_", "VAULT_"))
         env.update(self.env)
-        env["PYTHONUNBUFFERED"] = "1"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.started_at = time.monotonic()
@@ -118,11 +74,5 @@ class Proc:
 
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM, then SIGKILL if it has not exited within ``timeout``."""
-        if self.popen is None or not self.running:
-            return
-        self.popen.send_signal(signal.SIGTERM)
-        try:
-            self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.popen.send_signal(signal.SIGKILL)
-            self.popen.wait(10)
+        if self.popen is not None:
+            terminate(self.popen, timeout)

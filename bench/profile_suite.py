@@ -28,11 +28,11 @@ from typing import Any
 
 from bench.coffer_targets import CofferCluster, CofferSingle, ServeFlags
 from bench.loadgen import LoadResult, run_load
-from bench.procs import wait_until
 from bench.profiling import summarise_collapsed
 from bench.quiet import wait_for_quiet
 from bench.targets import Target
 from bench.workloads import workload
+from harness.wait import wait_until
 
 __all__ = ["py_spy_profile", "pyinstrument_tree", "run_profiles"]
 

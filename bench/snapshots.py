@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.coffer_targets import CofferCluster, CofferNode, ServeFlags, _joined
-from bench.procs import free_port, wait_until
 from bench.scale import _disk_mib, load_secrets
+from harness.ports import free_port
+from harness.wait import wait_until
 
 __all__ = ["main", "measure"]
 
@@ -99,7 +100,7 @@ def measure_replica(count: int, root: Path) -> dict[str, Any]:
     import shutil
 
     from consensus.backend import RaftBackend
-    from consensus.testing import make_config
+    from harness.raft import make_config
     from node.physical.base import Put
 
     async def run() -> dict[str, Any]:

@@ -15,7 +15,6 @@ A benchmark, not a test: the figures depend on the machine.
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import statistics
@@ -27,7 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from api.translate import UNAUTHENTICATED_BODY_LIMIT
-from bench.procs import Proc, free_port, http_json, python_command, wait_until
+from bench.procs import Proc, python_command
+from harness.ports import free_port
+from harness.rest import Session, call
+from harness.wait import wait_until
 
 __all__ = ["main"]
 
@@ -161,13 +163,12 @@ PHASES = [
 
 
 def _measure(port: int, stop: threading.Event, latencies: list[float]) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    session = Session("127.0.0.1", port, timeout=120)
     while not stop.is_set():
         started = time.perf_counter()
-        conn.request("GET", "/v1/sys/seal-status")
-        conn.getresponse().read()
+        session.request("GET", "/v1/sys/seal-status")
         latencies.append(time.perf_counter() - started)
-    conn.close()
+    session.close()
 
 
 def _run_phase(port: int, phase: Phase) -> tuple[float, float, list[int]]:
@@ -206,8 +207,14 @@ def main() -> None:
             Path(tmp) / "server.log",
         ).start()
         try:
-            wait_until(lambda: http_json(port, "GET", "/v1/sys/health")[0] == 200, 30, "dev server")
-            http_json(port, "POST", "/v1/sys/auth/userpass", {"type": "userpass"}, token=TOKEN)
+            wait_until(
+                lambda: call(port, "GET", "/v1/sys/health", timeout=30).status == 200,
+                30,
+                "dev server",
+            )
+            call(
+                port, "POST", "/v1/sys/auth/userpass", {"type": "userpass"}, timeout=30, token=TOKEN
+            )
             print(f"{'phase':<44} {'worst ms':>9} {'p99 ms':>8}  answers")
             for phase in PHASES:
                 worst, p99, results = _run_phase(port, phase)

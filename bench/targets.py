@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.procs import Proc, free_port, http_json, wait_until
+from bench.procs import Proc
+from harness.ports import free_port
+from harness.rest import call
+from harness.wait import wait_until
 
 __all__ = ["CeilingTarget", "Endpoints", "Target"]
 
@@ -99,7 +102,7 @@ class CeilingTarget(Target):
 
         def up() -> bool:
             proc.check_alive()
-            return http_json(self.port, "GET", "/", timeout=2)[0] == 200
+            return call(self.port, "GET", "/", timeout=2).status == 200
 
         wait_until(up, 30, "ceiling up")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from chaos.checker import History
 from chaos.measures import Sample
-from chaos.rest import call
+from harness.rest import call
 
 __all__ = ["Probe", "Sampler", "port_probe"]
 

@@ -7,8 +7,9 @@ a 0600 file under ``deploy/.cluster/``, unseal node1, then unseal node2 and node
 ``retry_join`` has made pending joiners), and wait until all three are Raft voters and
 HAProxy has an active node to send writes to.
 
-Standard library only, so it runs with any Python 3.11. ``chaos.compose`` imports
-:class:`ComposeCluster` from here.
+Standard library only, so it runs with any Python 3.11: its HTTP client, waits and
+ports are the test harness's stdlib-only modules (``harness/``, next to ``deploy/``).
+``chaos.compose`` imports :class:`ComposeCluster` from here.
 """
 
 from __future__ import annotations
@@ -16,20 +17,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import http.client
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
+
+if not __package__:  # run as a script (``python3 deploy/clusterctl.py``): find ``harness``
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import wait
+from harness.ports import free_ports
+from harness.rest import NO_ANSWER, Reply, fetch
 
 __all__ = [
     "COMPOSE_FILE",
@@ -37,10 +43,10 @@ __all__ = [
     "PORT_VARIABLES",
     "ClusterError",
     "ComposeCluster",
-    "HttpReply",
     "free_port_env",
     "http_request",
     "main",
+    "wait_until",
 ]
 
 DEPLOY = Path(__file__).resolve().parent
@@ -69,19 +75,6 @@ class ClusterError(RuntimeError):
 # --- HTTP ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class HttpReply:
-    status: int
-    body: bytes
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body) if self.body else None
-        except ValueError:
-            return None
-
-
 def http_request(
     method: str,
     url: str,
@@ -91,58 +84,33 @@ def http_request(
     token: str | None = None,
     timeout: float = 5.0,
     headers: Mapping[str, str] | None = None,
-) -> HttpReply:
-    """One request; HTTP error statuses are replies, network failures raise OSError."""
-    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    request = urllib.request.Request(url, data=data, method=method)  # noqa: S310
-    if data is not None and raw is None:
-        request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("X-Vault-Token", token)
-    for name, value in (headers or {}).items():
-        request.add_header(name, value)
+) -> Reply:
+    """One request; HTTP error statuses are replies, any failure to answer raises OSError."""
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310
-            return HttpReply(reply.status, reply.read(), dict(reply.headers.items()))
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return HttpReply(exc.code, exc.read(), dict(exc.headers.items()))
-    except urllib.error.URLError as exc:
-        reason = exc.reason
-        raise reason if isinstance(reason, OSError) else OSError(str(reason)) from exc
+        return fetch(
+            method,
+            url,
+            body,
+            timeout=timeout,
+            token=token or None,
+            token_header="X-Vault-Token",
+            headers=dict(headers or {}),
+            raw=raw,
+        )
+    except http.client.HTTPException as exc:
+        raise OSError(f"{type(exc).__name__}: {exc}") from exc
 
 
-def wait_until(
-    what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.5
-) -> T:
-    """Call ``probe`` until it returns something other than None (errors count as None)."""
-    deadline = time.monotonic() + timeout
-    last_error = ""
-    while True:
-        try:
-            result = probe()
-        except (OSError, ClusterError, ValueError) as exc:
-            result, last_error = None, f"{type(exc).__name__}: {exc}"
-        if result is not None:
-            return result
-        if time.monotonic() > deadline:
-            raise ClusterError(f"timed out after {timeout:g}s waiting for {what} {last_error}")
-        time.sleep(interval)
+def wait_until(check: Callable[[], T | None], timeout: float, what: str, every: float = 0.5) -> T:
+    """Poll ``check`` until it returns something truthy; errors count as "not yet"."""
+    retry = (*NO_ANSWER, ClusterError, ValueError)
+    return wait.wait_until(check, timeout, what, every, retry_on=retry, error=ClusterError)
 
 
 def free_port_env() -> dict[str, str]:
     """Free 127.0.0.1 ports for every published port, as compose variables."""
-    sockets = []
-    try:
-        for _ in PORT_VARIABLES:
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        ports = [str(sock.getsockname()[1]) for sock in sockets]
-        return dict(zip(PORT_VARIABLES, ports, strict=True))
-    finally:
-        for sock in sockets:
-            sock.close()
+    ports = free_ports(len(PORT_VARIABLES))
+    return dict(zip(PORT_VARIABLES, map(str, ports), strict=True))
 
 
 def log(message: str) -> None:
@@ -282,7 +250,7 @@ class ComposeCluster:
 
     # -- node API --------------------------------------------------------------------
 
-    def node_request(self, service: str, method: str, path: str, **kw: Any) -> HttpReply:
+    def node_request(self, service: str, method: str, path: str, **kw: Any) -> Reply:
         return http_request(method, self.url(service) + path, **kw)
 
     def health(self, service: str, timeout: float = 2.0) -> int | None:
@@ -294,14 +262,14 @@ class ComposeCluster:
 
     def seal_status(self, service: str, timeout: float = 3.0) -> dict[str, Any]:
         reply = self.node_request(service, "GET", "/v1/sys/seal-status", timeout=timeout)
-        doc = reply.json()
+        doc = reply.doc
         if reply.status != 200 or not isinstance(doc, dict):
             raise ClusterError(f"{service}: seal-status answered {reply.status}")
         return doc
 
     def initialise(self) -> None:
         """Initialise node1 unless some node already is; write the key file."""
-        statuses = {s: wait_until(f"{s} API", partial(self.seal_status, s), 120) for s in NODES}
+        statuses = {s: wait_until(partial(self.seal_status, s), 120, f"{s} API") for s in NODES}
         if any(status.get("initialized") for status in statuses.values()):
             if not self.keys_path.exists():
                 raise ClusterError(
@@ -319,7 +287,7 @@ class ComposeCluster:
         )
         if reply.status != 200:
             raise ClusterError(f"init failed: {reply.status} {reply.body[:500]!r}")
-        self._save_keys(reply.json())
+        self._save_keys(reply.doc)
         log(f"initialised node1; keys written to {self.keys_path}")
 
     def unseal(self, service: str, timeout: float = 120.0) -> None:
@@ -337,14 +305,14 @@ class ComposeCluster:
                 reply = self.node_request(
                     service, "PUT", "/v1/sys/unseal", body={"key": key}, timeout=90
                 )
-                doc = reply.json()
+                doc = reply.doc
                 if reply.status != 200 or not isinstance(doc, dict):
                     raise ClusterError(f"{service}: unseal answered {reply.status}: {doc}")
                 if not doc.get("sealed"):
                     return True
             return None
 
-        wait_until(f"{service} to unseal", attempt, timeout, interval=1.0)
+        wait_until(attempt, timeout, f"{service} to unseal", every=1.0)
 
     def unseal_all(self, services: Iterable[str] = NODES, timeout: float = 120.0) -> list[str]:
         """Unseal every sealed, running node; returns the ones that were sealed."""
@@ -367,7 +335,7 @@ class ComposeCluster:
             token=self.root_token,
             timeout=timeout,
         )
-        doc = reply.json()
+        doc = reply.doc
         if reply.status != 200 or not isinstance(doc, dict):
             raise ClusterError(f"raft configuration answered {reply.status}: {reply.body[:300]!r}")
         servers: list[dict[str, Any]] = doc["data"]["config"]["servers"]
@@ -400,7 +368,7 @@ class ComposeCluster:
     def leader_view(self, service: str, timeout: float = 3.0) -> dict[str, Any]:
         """``sys/leader`` as ``service`` itself answers it (never forwarded)."""
         reply = self.node_request(service, "GET", "/v1/sys/leader", timeout=timeout)
-        doc = reply.json()
+        doc = reply.doc
         if reply.status != 200 or not isinstance(doc, dict):
             raise ClusterError(f"{service}: sys/leader answered {reply.status}")
         return doc
@@ -433,7 +401,7 @@ class ComposeCluster:
                 return None
             return {"active": active, "servers": servers, "index": target}
 
-        return wait_until("the cluster to be ready", ready, timeout, interval=0.25)
+        return wait_until(ready, timeout, "the cluster to be ready", every=0.25)
 
     def up(self, *, build: bool = True) -> dict[str, Any]:
         if build:
@@ -443,9 +411,9 @@ class ComposeCluster:
         log(f"starting compose project {self.project!r}")
         self.start()
         self.initialise()
-        wait_until("node1 to answer", lambda: self.health("node1"), 60)
+        wait_until(lambda: self.health("node1"), 60, "node1 to answer")
         self.unseal("node1")
-        wait_until("node1 to become active", lambda: self.health("node1") == 200 or None, 60)
+        wait_until(lambda: self.health("node1") == 200, 60, "node1 to become active")
         for service in NODES[1:]:
             self.unseal(service)
             log(f"{service} unsealed")

@@ -133,7 +133,7 @@ class Run:
             node = self.cluster.active_node()
             return node if node is not None and self.cluster.lb_active() == node else None
 
-        return wait_until("an agreed active node", agreed, 60)
+        return wait_until(agreed, 60, "an agreed active node")
 
     def healed(self, name: str, node: str, start: float, healed: float) -> None:
         """Note a fault undone at ``healed``; it is watched for ``observe`` seconds more."""

@@ -8,17 +8,16 @@ the active node; *any-node* reads may go to a performance standby.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import random
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from chaos.checker import ANY, FINAL, STRONG, History
 from chaos.workload import Answer, KVWorkload, LoadConfig
+from harness.rest import NO_ANSWER, Session
 
 __all__ = ["STRONG_READ_HEADERS", "Client", "Reply", "Workload", "WorkloadConfig"]
 
@@ -34,20 +33,16 @@ class Reply:
 
 
 class Client:
-    """One keep-alive HTTP connection; any failure drops it and raises OSError."""
+    """One keep-alive connection (:class:`harness.rest.Session`); any failure drops it
+    and raises OSError."""
 
     def __init__(self, base_url: str, token: str, timeout: float) -> None:
-        parts = urlsplit(base_url)
-        self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
-        self.token = token
-        self.timeout = timeout
-        self._conn: http.client.HTTPConnection | None = None
+        self._session = Session.to(
+            base_url, timeout=timeout, token=token, token_header="X-Vault-Token"
+        )
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._session.close()
 
     def request(
         self,
@@ -56,27 +51,11 @@ class Client:
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> Reply:
-        if self._conn is None:
-            self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-        sent = {"X-Vault-Token": self.token, **(headers or {})}
-        payload = None
-        if body is not None:
-            payload = json.dumps(body).encode()
-            sent["Content-Type"] = "application/json"
         try:
-            self._conn.request(method, path, body=payload, headers=sent)
-            response = self._conn.getresponse()
-            raw = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            self.close()
+            reply = self._session.request(method, path, body, headers=dict(headers or {}))
+        except NO_ANSWER as exc:
             raise OSError(f"{type(exc).__name__}: {exc}") from exc
-        if response.getheader("Connection", "").lower() == "close":
-            self.close()
-        try:
-            doc = json.loads(raw) if raw else None
-        except ValueError:
-            doc = None
-        return Reply(response.status, doc, response.getheader("X-Coffer-Node", ""))
+        return Reply(reply.status, reply.doc, reply.headers.get("x-coffer-node", ""))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import Fault, History, Thresholds
-from chaos.process.cluster import Cluster, ClusterError, Node
 from chaos.process.firewall import Firewall
 from chaos.process.monitor import Monitor
 from chaos.process.verify import Isolation
+from harness.cluster import Cluster, ClusterError, Node
 
 __all__ = ["MOUNT", "Run", "Settings"]
 

@@ -12,7 +12,7 @@ import threading
 import time
 
 from chaos.checker import History
-from chaos.process.cluster import SERVING, Cluster, Node
+from harness.cluster import SERVING, Cluster, Node
 
 __all__ = ["Monitor"]
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import FINAL, CheckReport, Finding, History, check
-from chaos.process.cluster import Cluster, ClusterError, Node
 from chaos.process.context import MOUNT, Run, Settings
 from chaos.process.firewall import Firewall, FirewallError, remove_stale_rules
 from chaos.process.monitor import Monitor
@@ -31,6 +30,7 @@ from chaos.process.scenarios import SCENARIOS
 from chaos.process.verify import demote_deposed_reads, isolated_acks
 from chaos.process.workload import Workload, WorkloadConfig
 from chaos.sampler import Probe, Sampler, port_probe
+from harness.cluster import Cluster, ClusterError, Node
 
 __all__ = ["ScenarioResult", "run_scenario"]
 

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from chaos.process.cluster import ClusterError
 from chaos.process.context import Run
 from chaos.process.suite import SUITE
+from harness.cluster import ClusterError
 
 __all__ = ["SCENARIOS"]
 

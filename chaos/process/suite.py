@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from chaos.process.cluster import ClusterError, Node
 from chaos.process.context import MOUNT, Run
+from harness.cluster import ClusterError, Node
 
 __all__ = ["SUITE"]
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.checker import ANY, FINAL, STRONG, History
-from chaos.process.cluster import Cluster, ClusterError, Node
 from chaos.process.monitor import Monitor
 from chaos.workload import FAILURES, Answer, KVWorkload, LoadConfig, parse_doc
+from harness.cluster import Cluster, ClusterError, Node
 
 __all__ = ["Workload", "WorkloadConfig"]
 

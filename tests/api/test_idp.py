@@ -7,7 +7,6 @@ call crosses a real socket through ``api.outbound.AiohttpClient``.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from api.outbound import AiohttpClient
+from harness.ports import free_port
 from node.core.login import PolicySet
 from node.logical.response import Login
 from node.routing.mounts import MountEntry
@@ -86,13 +86,6 @@ async def idp(dev: DevServer, emulator: IdpEmulator) -> AsyncIterator[Idp]:
         yield setup
     finally:
         await http.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 # --- configuration ------------------------------------------------------------------------

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from consensus.testing import free_port
-from tests.cluster.harness import Cluster, NodeProcess
+from harness.ports import free_port
+from harness.raft_cluster import Cluster, NodeProcess
 
 SECONDS = 3.0
 IDLE_LINKS = 3.0  # > the harness's connection_timeout (2 s)

@@ -1,6 +1,6 @@
 """A cluster of real ``coffer server`` processes on loopback, for the HA tests.
 
-The launcher is the chaos tool's (:mod:`chaos.process.cluster`); this module only
+The launcher is :mod:`harness.cluster` (the chaos tool's too); this module only
 sets what the tests want differently. Raft runs on 127.0.0.11, .12, ... (Linux
 routes all of 127/8 to ``lo``, and consensus binds outgoing Raft connections to
 that IP too), so a firewall rule on one IP isolates exactly that node's Raft
@@ -12,39 +12,39 @@ one active node and performance standbys (473), which the tests rely on.
 from __future__ import annotations
 
 import contextlib
-import http.client
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chaos import launch
-from chaos.process import cluster as chaos_cluster
-from chaos.rest import SERVICE_TOKEN, Reply
+from harness import cluster as harness_cluster
+from harness import wait
+from harness.process import assert_logs_free_of
+from harness.rest import NO_ANSWER, SERVICE_TOKEN, Reply
 
 __all__ = ["ROOT", "Cluster", "Node", "Reply", "bootstrapped", "wait_until"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: What a test's poll may raise while the cluster is still changing: not yet, try again.
-_RETRY = (OSError, http.client.HTTPException, AssertionError, ValueError)
+_RETRY = (*NO_ANSWER, AssertionError, ValueError)
 
 
 def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
     """Poll ``check`` until it returns something truthy; fails the test on timeout."""
-    return launch.wait_until(check, timeout, what, every, retry_on=_RETRY, error=AssertionError)
+    return wait.wait_until(check, timeout, what, every, retry_on=_RETRY)
 
 
-class Node(chaos_cluster.Node):
+class Node(harness_cluster.Node):
     TOKEN_HEADER = SERVICE_TOKEN
     REQUEST_TIMEOUT = 15.0
     HEALTH_TIMEOUT = 5.0
     CWD = ROOT
 
 
-class Cluster(chaos_cluster.Cluster):
+class Cluster(harness_cluster.Cluster):
     """``size`` nodes; every node but the first retry-joins the first (optional)."""
 
-    node_type: ClassVar[type[chaos_cluster.Node]] = Node
+    node_type: ClassVar[type[harness_cluster.Node]] = Node
     nodes: list[Node]  # type: ignore[assignment]  # built by node_type
 
     def __init__(self, base: Path, size: int, *, retry_join: bool = True, extra_raft: str = ""):
@@ -59,7 +59,7 @@ class Cluster(chaos_cluster.Cluster):
                 node.stop()
 
     def unseal(
-        self, node: chaos_cluster.Node, timeout: float = 60, *, request_timeout: float = 60
+        self, node: harness_cluster.Node, timeout: float = 60, *, request_timeout: float = 60
     ) -> None:
         super().unseal(node, timeout, request_timeout=request_timeout)
 
@@ -67,7 +67,7 @@ class Cluster(chaos_cluster.Cluster):
         self.wait_roles()
 
     def active(
-        self, among: Sequence[chaos_cluster.Node] | None = None, timeout: float = 20
+        self, among: Sequence[harness_cluster.Node] | None = None, timeout: float = 20
     ) -> Node:
         found = super().active(among, timeout)
         assert isinstance(found, Node)
@@ -99,7 +99,4 @@ def bootstrapped(
         yield nodes
     finally:
         nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        for text in forbidden:
-            assert text not in log, f"{node.name}: {text!r} in {log[-4000:]}"
+    assert_logs_free_of(nodes.nodes, forbidden)

@@ -1,6 +1,6 @@
 """Three RaftBackend processes on loopback: replication, failover, crashes.
 
-Every node is a real subprocess (``node_runner``) with its own data
+Every node is a real subprocess (``harness.raft_node``) with its own data
 directory; ``kill -9`` is SIGKILL, so no shutdown code runs. Writes come from
 load generators running inside the nodes, which report exactly which writes
 were acknowledged; after every disruption each acknowledged key must be
@@ -16,24 +16,15 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.harness import Cluster, NodeProcess
+from harness.raft_cluster import Cluster, NodeProcess, running
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 @pytest.fixture
 def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    overrides = getattr(request, "param", {})
-    nodes = Cluster(tmp_path, **overrides)
-    try:
-        nodes.start()
+    with running(tmp_path, **getattr(request, "param", {})) as nodes:
         yield nodes
-    finally:
-        nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        assert "truncating already-applied" not in log, node.name
-        assert "CRITICAL" not in log, f"{node.name}: {log}"
 
 
 def run_load(nodes: list[NodeProcess], seconds: float, workers: int = 4) -> dict[str, Any]:

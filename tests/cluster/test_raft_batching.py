@@ -12,22 +12,15 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.harness import Cluster, NodeProcess
+from harness.raft_cluster import Cluster, NodeProcess, running
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    nodes = Cluster(tmp_path)
-    try:
-        nodes.start()
+    with running(tmp_path, forbidden=("CRITICAL",)) as nodes:
         yield nodes
-    finally:
-        nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        assert "CRITICAL" not in log, f"{node.name}: {log}"
 
 
 def load(nodes: list[NodeProcess], seconds: float, workers: int) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """Chaos scenarios at process level (issue 13): faults under load, then healing.
 
-Three ``node_runner`` processes, each with its Raft traffic on its own loopback
+Three ``harness.raft_node`` processes, each with its Raft traffic on its own loopback
 address (127.0.14.n), writers running inside the majority's nodes. Each
 scenario asserts what must hold whatever the timing: no acknowledged write is
 lost, the leader elected during the fault (or the original one) is still the
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.harness import Cluster, NodeProcess
+from harness.raft_cluster import Cluster, NodeProcess, running
 from tests.cluster.test_ha_partition import iptables_usable, partitioned
 from tests.cluster.test_raft_backend_cluster import assert_all_present, stop_load
 from tests.conftest import require
@@ -33,16 +33,8 @@ HOSTS = ["127.0.14.1", "127.0.14.2", "127.0.14.3"]
 
 @pytest.fixture
 def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    nodes = Cluster(tmp_path, hosts=HOSTS, **getattr(request, "param", {}))
-    try:
-        nodes.start()
+    with running(tmp_path, hosts=HOSTS, **getattr(request, "param", {})) as nodes:
         yield nodes
-    finally:
-        nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        assert "truncating already-applied" not in log, node.name
-        assert "CRITICAL" not in log, f"{node.name}: {log[-2000:]}"
 
 
 def ip(node: NodeProcess) -> str:

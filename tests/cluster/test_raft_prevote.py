@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.harness import Cluster, NodeProcess
+from harness.raft_cluster import Cluster, NodeProcess
+from harness.wait import wait_until
 from tests.cluster.test_ha_partition import iptables_usable, partitioned
 from tests.conftest import require
 
@@ -47,14 +48,6 @@ def make_cluster(tmp_path: Path) -> Iterator[Any]:
 
 def terms(cluster: Cluster) -> list[int]:
     return [node.request("status")["term"] for node in cluster.live()]
-
-
-def wait_until(condition: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def settle(cluster: Cluster) -> tuple[NodeProcess, list[int]]:

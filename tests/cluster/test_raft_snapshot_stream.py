@@ -9,13 +9,13 @@ follower reached instead of starting again.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cluster.harness import Cluster, NodeProcess
+from harness.raft_cluster import Cluster, NodeProcess, running
+from harness.wait import wait_until
 from tests.cluster.test_raft_backend_cluster import assert_all_present, run_load
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -27,27 +27,12 @@ CHUNK = 2048
 @pytest.fixture
 def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
     settings = {"compaction_min_entries": 200, "snapshot_chunk_bytes": CHUNK}
-    nodes = Cluster(tmp_path, **(settings | getattr(request, "param", {})))
-    try:
-        nodes.start()
+    with running(tmp_path, **(settings | getattr(request, "param", {}))) as nodes:
         yield nodes
-    finally:
-        nodes.close()
-    for node in nodes.nodes:
-        log = node.log_text()
-        assert "truncating already-applied" not in log, node.name
-        assert "CRITICAL" not in log, f"{node.name}: {log}"
 
 
 def data_dir(node: NodeProcess) -> Path:
     return Path(node.config["data_dir"])
-
-
-def wait_until(check: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
 
 
 def test_a_follower_behind_the_compaction_catches_up_by_a_streamed_snapshot(

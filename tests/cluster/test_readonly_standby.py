@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from chaos import launch
+from harness import process as launch
 from tests.cluster import writes_on_read
 from tests.cluster.servers import ROOT, Cluster, Node, Reply
 

@@ -30,7 +30,7 @@ async def _open_file(tmp_path: Path) -> PhysicalBackend:
 
 async def _open_raft(tmp_path: Path) -> PhysicalBackend:
     """A one-node Raft cluster on a free loopback port, once it leads."""
-    from consensus.testing import open_single_node
+    from harness.raft import open_single_node
 
     return await open_single_node(tmp_path / "raft")
 

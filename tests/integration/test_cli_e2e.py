@@ -23,12 +23,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import (
-    ServerProcess,
-    coffer_command,
-    module_dev_server,
-    no_proxy_env,
-)
+from harness.process import coffer_command
+from harness.server import ServerProcess
+from harness.server import dev_server as module_dev_server
+from tests.integration.conftest import no_proxy_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ServerProcess, module_dev_server
+from harness.server import ServerProcess
+from harness.server import dev_server as module_dev_server
 from tests.integration.test_cli_e2e import Cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

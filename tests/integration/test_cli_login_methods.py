@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import coffer_command, module_dev_server, no_proxy_env
+from harness.process import coffer_command
+from harness.rest import fetch
+from harness.server import dev_server as module_dev_server
+from tests.integration.conftest import no_proxy_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -29,7 +30,6 @@ ROOT = "root"
 ALICE_PASSWORD = "alice's long passphrase"
 BOB_PASSWORD = "bob-pw-2"
 CLI_TIMEOUT = 30.0
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @dataclass
@@ -39,19 +39,8 @@ class Server:
 
     def api(self, method: str, path: str, body: Any = None, token: str | None = ROOT) -> Any:
         """One request, curl-style; returns (status, parsed body or None)."""
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"{self.address}/v1/{path}", data=data, method=method)
-        if token:
-            request.add_header("X-Service-Token", token)
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        try:
-            with _OPENER.open(request, timeout=10) as response:
-                raw = response.read()
-                return response.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as error:
-            raw = error.read()
-            return error.code, json.loads(raw) if raw else None
+        reply = fetch(method, f"{self.address}/v1/{path}", body, timeout=10, token=token or None)
+        return reply.status, reply.doc
 
     def ok(self, method: str, path: str, body: Any = None, token: str | None = ROOT) -> Any:
         status, doc = self.api(method, path, body, token)

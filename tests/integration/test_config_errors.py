@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import CofferFactory
+    from harness.server import CofferFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -30,7 +30,8 @@ import hvac.adapters  # type: ignore[import-untyped]
 import hvac.exceptions  # type: ignore[import-untyped]
 import pytest
 
-from tests.integration.conftest import ServerProcess, module_dev_server
+from harness.server import ServerProcess
+from harness.server import dev_server as module_dev_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import CofferFactory, ServerProcess
+from harness.server import CofferFactory, ServerProcess
 from tests.support.idp_emulator import IdpEmulator
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

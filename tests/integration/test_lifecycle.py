@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import CofferFactory, ServerProcess
+    from harness.server import CofferFactory, ServerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import CofferFactory, ServerProcess, free_port
+from harness.ports import free_port
+from harness.server import CofferFactory, ServerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import secrets
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,7 +36,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.integration.conftest import ServerProcess, module_dev_server
+from harness.server import ServerProcess
+from harness.server import dev_server as module_dev_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -65,11 +65,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 def fetch(server: ServerProcess, path: str, token: str | None = ROOT) -> Any:
-    request = urllib.request.Request(f"{server.base_url}/v1/{path}")
-    if token:
-        request.add_header("X-Vault-Token", token)
-    with urllib.request.urlopen(request, timeout=30) as reply:  # loopback only
-        return json.loads(reply.read())
+    reply = server.request("GET", f"/v1/{path}", token=token, timeout=30)
+    assert reply.status == 200, reply
+    return reply.json
 
 
 @pytest.fixture(scope="module")
@@ -173,17 +171,8 @@ def test_the_document_declares_error_responses(document: dict[str, Any]) -> None
 def send(
     server: ServerProcess, method: str, path: str, body: Any = None, token: str | None = ROOT
 ) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"{server.base_url}/v1/{path}", data=data, method=method)
-    if token:
-        request.add_header("X-Vault-Token", token)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            raw = reply.read()
-            return reply.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
-        return exc.code, json.loads(raw) if raw else None
+    reply = server.request(method, f"/v1/{path}", body, token=token, timeout=30)
+    return reply.status, reply.doc
 
 
 @pytest.mark.parametrize(("method", "path"), sorted(RUN_ENDERS))

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import CofferFactory
+    from harness.server import CofferFactory
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -15,7 +15,7 @@ import pytest
 import trustme
 
 if TYPE_CHECKING:
-    from conftest import CofferFactory, ServerProcess
+    from harness.server import CofferFactory, ServerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -2,15 +2,14 @@
 
 Playwright drives the system's ``/usr/bin/chromium`` (``COFFER_CHROMIUM`` overrides
 it): Playwright's own browser download cannot work on a machine without its CDN.
-Servers are real ``coffer server`` processes on loopback with ``ui`` on.
+Servers are real ``coffer server`` processes on loopback with ``ui`` on
+(:mod:`harness.server` and the HA tests' cluster).
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -18,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chaos import launch
-from chaos.rest import Reply, send
+from harness import server
+from harness.rest import Reply, fetch
 from tests.cluster import servers
 
 CHROMIUM = os.environ.get("COFFER_CHROMIUM", "/usr/bin/chromium")
@@ -50,13 +49,15 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
-def call(base: str, method: str, path: str, body: Any = None, token: str | None = None) -> Reply:
-    host, port = base.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=15)
-    try:
-        return send(conn, method, path, body, token=token)
-    finally:
-        conn.close()
+def call(
+    base: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    return fetch(method, base + path, body, timeout=15, token=token, headers=headers)
 
 
 @dataclass
@@ -68,44 +69,23 @@ class DevServer:
     unseal_key: str
     proc: subprocess.Popen[bytes]
 
-    def call(self, method: str, path: str, body: Any = None, token: str | None = "") -> Reply:
-        return call(self.base, method, path, body, self.root_token if token == "" else token)
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        token: str | None = "",
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        chosen = self.root_token if token == "" else token
+        return call(self.base, method, path, body, chosen, headers)
 
 
 @contextlib.contextmanager
 def dev_server(logdir: Path, root_token: str = "root-ui-token") -> Iterator[DevServer]:
-    port = launch.free_port()
-    out = logdir / "dev.log"
-    with out.open("wb") as log:
-        proc = launch.spawn_server(
-            [
-                "-dev",
-                f"-dev-root-token-id={root_token}",
-                f"-dev-listen-address=127.0.0.1:{port}",
-            ],
-            log,
-            log,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-
-        def ready() -> str:
-            if proc.poll() is not None:
-                raise RuntimeError(f"dev server exited: {out.read_text()[-2000:]}")
-            match = re.search(r"Unseal Key: (\S+)", out.read_text())
-            assert match, "no unseal key yet"
-            assert call(base, "GET", "/v1/sys/health").status == 200
-            return match.group(1)
-
-        key = servers.wait_until(ready, 30, "the dev server")
-        yield DevServer(base, root_token, key, proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with server.dev_server(logdir, root_token) as dev:
+        assert dev.proc is not None
+        yield DevServer(dev.base_url, root_token, dev.unseal_key(), dev.proc)
 
 
 class UiNode(servers.Node):

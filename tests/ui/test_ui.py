@@ -386,16 +386,7 @@ def test_namespace_switch_and_an_engine_enabled_tuned_disabled_there(
 
 
 def _ns_call(dev: DevServer, method: str, path: str, headers: dict[str, str]) -> Any:
-    import http.client
-
-    from chaos.rest import send
-
-    host, port = dev.base.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=15)
-    try:
-        return send(conn, method, path, token=dev.root_token, headers=headers)
-    finally:
-        conn.close()
+    return dev.call(method, path, headers=headers)
 
 
 _UNLABELLED = """() => [...document.querySelectorAll('input, select, textarea, button')]
