@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from node.barrier.barrier import Barrier
 from node.errors import AlreadyInitializedError, InvalidRequestError, NotInitializedError
 from node.seal.base import AutoSeal, Seal
-from node.seal.config import SealConfig, validate_shares
+from node.seal.config import SealConfig, SealTypeMismatchError, validate_shares
 from node.seal.keys import decode_key, encode_b64, encode_hex
 from node.seal.progress import ShareCollector
 
@@ -57,7 +57,7 @@ class Lifecycle:
         if config is None:
             raise NotInitializedError()
         if config.type != self.seal.type:
-            raise InvalidRequestError(
+            raise SealTypeMismatchError(
                 f"storage was initialized with seal type {config.type} but this server runs "
                 f"seal type {self.seal.type}: start it with the matching seal configuration "
                 "(seal migration is not supported by this build)"

@@ -11,9 +11,13 @@ from dataclasses import dataclass
 
 from node.errors import InvalidRequestError
 
-__all__ = ["SEAL_CONFIG_PATH", "SealConfig", "validate_shares"]
+__all__ = ["SEAL_CONFIG_PATH", "SealConfig", "SealTypeMismatchError", "validate_shares"]
 
 SEAL_CONFIG_PATH = "core/seal-config"
+
+
+class SealTypeMismatchError(InvalidRequestError):
+    """Storage was initialised under another seal type than the one configured."""
 
 
 @dataclass(frozen=True, slots=True)

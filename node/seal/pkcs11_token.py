@@ -296,6 +296,12 @@ class Pkcs11Token:
                         raise HsmUnavailableError(
                             f"the HSM stopped answering ({type(exc).__name__})"
                         ) from None
+                except (p11.NoSuchKey, p11.MultipleObjectsReturned):
+                    raise
+                except p11.PKCS11Error as exc:
+                    raise HsmUnavailableError(
+                        f"the HSM refused the operation ({type(exc).__name__})"
+                    ) from None
         raise AssertionError("unreachable")
 
     def encrypt(self, plaintext: bytes, aad: bytes) -> HsmCiphertext:
