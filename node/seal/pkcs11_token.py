@@ -48,6 +48,27 @@ __all__ = [
 
 _T = TypeVar("_T")
 
+#: How many times each library was re-initialised in this process. Session and key
+#: handles from before a re-initialisation may be reused by the library for other
+#: objects, so a token whose generation is stale forgets them without using them.
+_generations: dict[str, int] = {}
+_generations_lock = threading.Lock()
+
+
+def _generation(path: str) -> int:
+    with _generations_lock:
+        return _generations.get(path, 0)
+
+
+def _reinitialize(lib: Any, path: str) -> None:
+    with _generations_lock:
+        _generations[path] = _generations.get(path, 0) + 1
+        try:
+            lib.reinitialize()
+        except p11.PKCS11Error:
+            pkcs11.unload(path)
+
+
 GCM_NONCE_BYTES = 12
 CBC_IV_BYTES = 16
 AES_KEY_BITS = 256
@@ -136,6 +157,7 @@ class Pkcs11Token:
         self._lib: Any = None
         self._session: Any = None
         self._keys: dict[tuple[str, KeyType], Any] = {}
+        self._generation = -1
 
     # -- connecting ------------------------------------------------------------------
 
@@ -151,15 +173,19 @@ class Pkcs11Token:
     def _drop(self) -> None:
         session, self._session = self._session, None
         self._keys.clear()
-        if session is not None:
+        # A handle from before a re-initialisation may name someone else's session now.
+        if session is not None and self._generation == _generation(self.settings.lib):
             with contextlib.suppress(p11.PKCS11Error):  # already gone with the token
                 session.close()
 
     def _open(self) -> None:
+        if self._session is not None and self._generation != _generation(self.settings.lib):
+            self._drop()
         if self._session is not None:
             return
         settings = self.settings
         token = self._find_token()
+        self._generation = _generation(settings.lib)
         try:
             session = self._login(token)
         except _BAD_PIN as exc:
@@ -214,10 +240,7 @@ class Pkcs11Token:
                         f"no token with {self.settings.token_description} in {self.settings.lib} "
                         f'(seal "pkcs11" "{self._token_setting()}")'
                     ) from None
-                try:
-                    lib.reinitialize()
-                except p11.PKCS11Error:
-                    pkcs11.unload(self.settings.lib)
+                _reinitialize(lib, self.settings.lib)
             except p11.MultipleTokensReturned:
                 raise HsmSettingError(
                     f'seal "pkcs11": "token_label": more than one token is labelled '
