@@ -76,16 +76,18 @@ class AutoUnsealer:
                     self.on_fatal(exc)
                 return
             except CofferError as exc:
-                log.warning(
-                    "auto-unseal failed; retrying",
-                    extra={
-                        "event": "seal.auto_unseal_retry",
-                        "error": _reason(exc),
-                        "retry_in": delay,
-                    },
-                )
+                self._log_retry(_reason(exc), delay)
+            except Exception as exc:  # noqa: BLE001 - the node must keep trying to unseal
+                self._log_retry(f"unexpected {type(exc).__name__}", delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, self.max_delay)
+
+    @staticmethod
+    def _log_retry(reason: str, delay: float) -> None:
+        log.warning(
+            "auto-unseal failed; retrying",
+            extra={"event": "seal.auto_unseal_retry", "error": reason, "retry_in": delay},
+        )
 
     def start(self) -> None:
         if self._task is None:
