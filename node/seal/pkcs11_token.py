@@ -154,7 +154,6 @@ class Pkcs11Token:
     def __init__(self, settings: Pkcs11Settings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
-        self._lib: Any = None
         self._session: Any = None
         self._keys: dict[tuple[str, KeyType], Any] = {}
         self._generation = -1
@@ -319,8 +318,6 @@ class Pkcs11Token:
                         raise HsmUnavailableError(
                             f"the HSM stopped answering ({type(exc).__name__})"
                         ) from None
-                except (p11.NoSuchKey, p11.MultipleObjectsReturned):
-                    raise
                 except p11.PKCS11Error as exc:
                     raise HsmUnavailableError(
                         f"the HSM refused the operation ({type(exc).__name__})"
