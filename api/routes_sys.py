@@ -56,25 +56,31 @@ async def init(request: web.Request) -> web.Response:
             f"parameters {','.join(unsupported)} are not supported: "
             "PGP encryption of keys is not available"
         )
-    recovery = [
-        k for k in ("recovery_shares", "recovery_threshold", "recovery_pgp_keys") if body.get(k)
-    ]
-    if recovery:
+    if body.get("recovery_pgp_keys"):
         raise InvalidRequestError(
-            f"parameters {','.join(recovery)} not applicable to seal type shamir"
+            "parameters recovery_pgp_keys are not supported: "
+            "PGP encryption of keys is not available"
         )
-    if _int_field(body, "stored_shares"):
+    core = request.app[CORE]
+    stored = _int_field(body, "stored_shares")
+    if stored and not core.lifecycle.seal.recovery:
         raise InvalidRequestError("stored_shares is not applicable to seal type shamir")
-    output = await request.app[CORE].initialize(
-        _int_field(body, "secret_shares"), _int_field(body, "secret_threshold")
+    # The core refuses the counts that do not fit its seal (secret_* under an HSM).
+    output = await core.initialize(
+        _int_field(body, "secret_shares"),
+        _int_field(body, "secret_threshold"),
+        _int_field(body, "recovery_shares"),
+        _int_field(body, "recovery_threshold"),
     )
-    return json_response(
-        {
-            "keys": output.keys_hex,
-            "keys_base64": output.keys_base64,
-            "root_token": output.root_token,
-        }
-    )
+    reply: dict[str, object] = {
+        "keys": output.keys_hex,
+        "keys_base64": output.keys_base64,
+        "root_token": output.root_token,
+    }
+    if output.recovery_keys_hex:
+        reply["recovery_keys"] = output.recovery_keys_hex
+        reply["recovery_keys_base64"] = output.recovery_keys_base64
+    return json_response(reply)
 
 
 async def seal_status(request: web.Request) -> web.Response:

@@ -21,11 +21,13 @@ from api.listener import ListenerLimits
 from api.listener import serve as serve_listener
 from api.tls import CertificateReloader
 from node.config import ConfigError, ListenerConfig, ServerConfig, dev_config, load_config
+from node.core.auto_unseal import AutoUnsealer
 from node.core.core import Core, CoreSettings, InitOutput
 from node.errors import CofferError
 from node.observability.logging import configure_logging
 from node.observability.statsd import StatsdPusher
 from node.physical.factory import open_backend
+from node.seal.pkcs11_token import HsmUnavailableError
 
 __all__ = ["main", "split_address"]
 
@@ -89,6 +91,7 @@ def core_settings(config: ServerConfig) -> CoreSettings:
         max_lease_ttl=config.max_lease_ttl,
         cache_size=config.cache_size,
         disable_cache=config.disable_cache,
+        seal=config.seal,
     )
 
 
@@ -109,18 +112,22 @@ def _join_ca_file(config: ServerConfig) -> str | None:
 
 
 def _dev_banner(address: str, output: InitOutput) -> str:
+    # Under an HSM seal the dev server holds a recovery key, not an unseal key.
+    key = (
+        f"Unseal Key: {output.keys_base64[0]}\n"
+        if output.keys_base64
+        else f"Recovery Key: {output.recovery_keys_base64[0]}\n"
+    )
     return (
         "==> Coffer server started in development mode. Do not run this in production.\n\n"
         "The server is already initialised and unsealed, in memory, over plain HTTP.\n"
         f"    export COFFER_ADDR='http://{address}'\n\n"
-        f"Unseal Key: {output.keys_base64[0]}\n"
+        f"{key}"
         f"Root Token: {output.root_token}\n"
     )
 
 
 async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None:
-    if config.seal is not None and config.seal.type != "shamir":
-        raise ConfigError(f"seal type {config.seal.type!r} is not supported by this build yet")
     for listener in config.listeners:
         split_address(listener.address)
     if config.storage.type == "raft":
@@ -135,6 +142,8 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
     banner = ""
     if dev:
         banner = _dev_banner(config.listener.address, await core.dev_bootstrap(dev_root_token_id))
+    fatal: list[CofferError] = []
+    unsealer = await _auto_unsealer(core, fatal) if not dev else None
     forwarder = Forwarder(_join_ca_file(config))
     runners: list[web.AppRunner] = []
     servers: list[asyncio.Server] = []
@@ -181,13 +190,25 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             )
         if core.cluster is not None:
             core.cluster.start_retry_join()
+        if unsealer is not None:
+
+            def give_up(exc: CofferError) -> None:
+                fatal.append(exc)
+                stop.set()
+
+            unsealer.on_fatal = give_up
+            unsealer.start()
         if banner:
             print(banner, flush=True)
         for listener in config.listeners:
             print(f"==> Coffer server listening on {listener.address}", flush=True)
         await stop.wait()
+        if fatal:
+            raise fatal[0]
     finally:
         log.info("shutting down", extra={"event": "server.stopping"})
+        if unsealer is not None:
+            await unsealer.stop()
         for pusher in pushers:
             await pusher.stop()
         for server in servers:
@@ -196,6 +217,22 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             await runner.cleanup()
         await core.seal()
         await core.close()
+
+
+async def _auto_unsealer(core: Core, fatal: list[CofferError]) -> AutoUnsealer | None:
+    """Under an HSM seal: reach the HSM once now, so a wrong setting stops the start
+    with its name; an HSM that is not there yet is retried once serving."""
+    seal = core.lifecycle.auto_seal
+    if seal is None:
+        return None
+    try:
+        await seal.connect()
+    except HsmUnavailableError as exc:
+        log.warning(
+            "the HSM is not reachable yet; the server starts sealed and keeps trying",
+            extra={"event": "seal.hsm_unavailable", "error": "; ".join(exc.messages)},
+        )
+    return AutoUnsealer(core)
 
 
 def _reloader(listener: ListenerConfig) -> CertificateReloader | None:

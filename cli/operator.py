@@ -26,7 +26,13 @@ __all__ = ["init_output", "register"]
 EXIT_NOT_INITIALIZED = 2
 
 
-def init_output(response: dict[str, Any], shares: int, threshold: int) -> dict[str, Any]:
+def init_output(
+    response: dict[str, Any],
+    shares: int,
+    threshold: int,
+    recovery_shares: int = 0,
+    recovery_threshold: int = 0,
+) -> dict[str, Any]:
     """Map the ``sys/init`` response onto ``vault operator init -format=json``."""
     return {
         "unseal_keys_b64": list(response.get("keys_base64") or []),
@@ -35,10 +41,20 @@ def init_output(response: dict[str, Any], shares: int, threshold: int) -> dict[s
         "unseal_threshold": threshold,
         "recovery_keys_b64": list(response.get("recovery_keys_base64") or []),
         "recovery_keys_hex": list(response.get("recovery_keys") or []),
-        "recovery_keys_shares": 0,
-        "recovery_keys_threshold": 0,
+        "recovery_keys_shares": recovery_shares,
+        "recovery_keys_threshold": recovery_threshold,
         "root_token": response.get("root_token", ""),
     }
+
+
+def _recovery_note(shares: int, threshold: int) -> str:
+    return textwrap.fill(
+        f"Coffer initialized with {shares} recovery key shares and a key threshold of "
+        f"{threshold}. It is sealed by its HSM and unseals itself at every start. The "
+        "recovery keys authorise operations such as generating a root token; they cannot "
+        "unseal it. Please securely distribute the key shares printed above.",
+        width=78,
+    )
 
 
 def _init_note(shares: int, threshold: int) -> str:
@@ -59,12 +75,27 @@ def run_init(args: argparse.Namespace, ctx: Context) -> int:
     shares: int = args.key_shares
     threshold: int = args.key_threshold
     body = {"secret_shares": shares, "secret_threshold": threshold}
+    recovery_shares: int = args.recovery_shares
+    recovery_threshold: int = args.recovery_threshold
+    if recovery_shares or recovery_threshold:
+        # An HSM-sealed server takes only recovery shares (as `vault operator init`).
+        shares = threshold = 0
+        body = {"recovery_shares": recovery_shares, "recovery_threshold": recovery_threshold}
     response = ctx.call("initializing", "PUT", "/v1/sys/init", body)
     if response is None:
         raise CliError("Error initializing: empty response from server")
-    output = init_output(response, shares, threshold)
+    output = init_output(response, shares, threshold, recovery_shares, recovery_threshold)
     if ctx.json:
         print_json(output, ctx.out)
+        return EXIT_OK
+    if output["recovery_keys_b64"] or output["recovery_keys_hex"]:
+        recovery = output["recovery_keys_b64"] or output["recovery_keys_hex"]
+        for number, key in enumerate(recovery, start=1):
+            ctx.print(f"Recovery Key {number}: {key}")
+        ctx.print()
+        ctx.print(f"Initial Root Token: {output['root_token']}")
+        ctx.print()
+        ctx.print(_recovery_note(recovery_shares, recovery_threshold))
         return EXIT_OK
     keys = output["unseal_keys_b64"] or output["unseal_keys_hex"]
     for number, key in enumerate(keys, start=1):
@@ -131,6 +162,22 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
     )
     add_option(init, "key-shares", type=int, default=5, metavar="N", help="key shares (5)")
     add_option(init, "key-threshold", type=int, default=3, metavar="T", help="threshold (3)")
+    add_option(
+        init,
+        "recovery-shares",
+        type=int,
+        default=0,
+        metavar="N",
+        help="recovery key shares, for a server sealed by an HSM (seal pkcs11)",
+    )
+    add_option(
+        init,
+        "recovery-threshold",
+        type=int,
+        default=0,
+        metavar="T",
+        help="recovery key threshold (with -recovery-shares)",
+    )
     add_switch(init, "status", "only report whether the server is initialized (exit 0/2)")
     init.set_defaults(handler=run_init)
 

@@ -87,7 +87,9 @@ _PKCS11_KEYS = (
     "hmac_key_label",
     "generate_key",
     "mechanism",
+    "hmac_mechanism",
     "token_label",
+    "disabled",
 )
 _SEAL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "shamir": ((), ()),
@@ -276,7 +278,9 @@ def _seal(value: Any, root: Where) -> SealStanza | None:
     coerce: dict[str, Callable[[Any, Where], str]] = {
         "slot": _slot,
         "mechanism": _mechanism,
+        "hmac_mechanism": _mechanism,
         "generate_key": lambda raw, here: "true" if as_bool(raw, here) else "false",
+        "disabled": lambda raw, here: "true" if as_bool(raw, here) else "false",
     }
     return SealStanza(
         kind, {key: coerce.get(key, as_str)(raw, where.at(key)) for key, raw in body.items()}

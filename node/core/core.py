@@ -7,14 +7,17 @@ lifecycle methods for the sealed-safe endpoints.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from node.barrier.barrier import Barrier
 from node.barrier.cache import DEFAULT_CACHE_SIZE
 from node.barrier.view import BarrierView
+from node.config.model import SealStanza
 from node.core.access import AccessControl
 from node.core.lifecycle import Lifecycle, new_cluster_id
 from node.core.login import IdentityLink, LoginCompleter
@@ -35,7 +38,7 @@ from node.outbound import HttpClient
 from node.physical.base import PhysicalBackend
 from node.policy.store import PolicyStore
 from node.routing.router import Router
-from node.seal.shamir_seal import ShamirSeal
+from node.seal.factory import open_seal
 from node.tokens.entry import TokenEntry
 from node.tokens.expiration import ExpirationManager
 from node.tokens.store import TokenStore
@@ -60,6 +63,8 @@ class CoreSettings:
     #: The barrier's read cache of decrypted values (Vault's ``cache_size``/``disable_cache``).
     cache_size: int = DEFAULT_CACHE_SIZE
     disable_cache: bool = False
+    #: The ``seal`` stanza; ``None`` is Shamir unless ``COFFER_SEAL_TYPE`` says otherwise.
+    seal: SealStanza | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,9 @@ class InitOutput:
     keys_hex: list[str]
     keys_base64: list[str]
     root_token: str
+    #: Under an HSM seal the operators' shares are recovery keys (``keys`` is then empty).
+    recovery_keys_hex: list[str] = field(default_factory=list)
+    recovery_keys_base64: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return "InitOutput(<redacted>)"
@@ -83,7 +91,11 @@ class Core:
             cache_size=self.settings.cache_size,
             disable_cache=self.settings.disable_cache,
         )
-        self.lifecycle = Lifecycle(self.barrier, ShamirSeal(physical))
+        stanza = self.settings.seal
+        seal = open_seal(
+            stanza.type if stanza else None, stanza.options if stanza else {}, physical, os.environ
+        )
+        self.lifecycle = Lifecycle(self.barrier, seal)
         self.lifecycle.before_unseal = self._before_barrier_unseal
         self.tokens = TokenStore(BarrierView(self.barrier, "sys/token/"))
         self.tokens.on_revoke.append(self._destroy_cubbyhole)
@@ -130,27 +142,36 @@ class Core:
     async def initialized(self) -> bool:
         return await self.lifecycle.initialized()
 
-    async def initialize(self, shares: int, threshold: int) -> InitOutput:
+    async def initialize(
+        self, shares: int, threshold: int, recovery_shares: int = 0, recovery_threshold: int = 0
+    ) -> InitOutput:
+        """Under an HSM seal the shares are recovery keys and the node unseals itself."""
+        counts = (shares, threshold, recovery_shares, recovery_threshold)
         if self.cluster is None:
-            keys_hex, keys_b64, root_key = await self.lifecycle.initialize(shares, threshold)
+            keys_hex, keys_b64, root_key = await self.lifecycle.initialize(*counts)
         else:
-            keys_hex, keys_b64, root_key = await self._initialize_raft(shares, threshold)
+            keys_hex, keys_b64, root_key = await self._initialize_raft(*counts)
         try:
             await self._post_unseal(serve=False)
             root_token, _ = await self.tokens.create_root()
         finally:
             await self.seal()
         del root_key
-        return InitOutput(keys_hex, keys_b64, root_token)
+        if self.lifecycle.auto_seal is None:
+            return InitOutput(keys_hex, keys_b64, root_token)
+        await self.unseal_with_stored_key()
+        return InitOutput([], [], root_token, keys_hex, keys_b64)
 
     async def _initialize_raft(
-        self, shares: int, threshold: int
+        self, shares: int, threshold: int, recovery_shares: int, recovery_threshold: int
     ) -> tuple[list[str], list[str], bytes]:
         """Init's writes are staged until the new root key can start the replica."""
         assert self.cluster is not None
         await self.cluster.begin_initialize()
         try:
-            output = await self.lifecycle.initialize(shares, threshold)
+            output = await self.lifecycle.initialize(
+                shares, threshold, recovery_shares, recovery_threshold
+            )
             await self.cluster.finish_initialize(output[2])
         except BaseException:
             self.lifecycle.seal_barrier()
@@ -162,6 +183,19 @@ class Core:
         if await self.lifecycle.submit_share(key):
             await self._post_unseal()
         return await self.seal_status()
+
+    async def unseal_with_stored_key(self) -> None:
+        """Auto-unseal from the HSM (``node.core.auto_unseal`` retries it at start)."""
+        if await self.lifecycle.unseal_with_stored_key():
+            await self._post_unseal()
+            seal = self.lifecycle.auto_seal
+            if seal is not None and not self.is_standby:
+                with contextlib.suppress(CofferError):  # retried at the next unseal
+                    if await seal.rewrap_stored_keys():
+                        log.info(
+                            "stored keys re-encrypted with the current HSM key",
+                            extra={"event": "seal.rewrapped"},
+                        )
 
     async def reset_unseal(self) -> SealStatus:
         if not await self.initialized():
@@ -222,31 +256,37 @@ class Core:
 
     async def seal_status(self) -> SealStatus:
         config = await self.lifecycle.seal_config()
+        shares = await self.lifecycle.share_config() if config else None
         progress = self.lifecycle.progress
         return SealStatus(
-            type=config.type if config else "shamir",
+            type=config.type if config else self.lifecycle.seal.type,
             initialized=config is not None,
             sealed=self.sealed,
-            threshold=config.secret_threshold if config else 0,
-            shares=config.secret_shares if config else 0,
+            threshold=shares.secret_threshold if shares else 0,
+            shares=shares.secret_shares if shares else 0,
             progress=progress.progress if progress else 0,
             nonce=progress.nonce if progress else "",
             version=VERSION,
             cluster_name=self.cluster_name,
             cluster_id=self.cluster_id,
             storage_type=self.settings.storage_type,
+            recovery_seal=self.lifecycle.seal.recovery,
         )
 
     async def dev_bootstrap(self, root_token_id: str = "") -> InitOutput:
-        """Initialise with one share and unseal, as ``server -dev`` does."""
-        output = await self.initialize(1, 1)
-        await self.unseal(output.keys_hex[0])
+        """Initialise with one share and unseal, as ``server -dev`` does
+        (under an HSM seal: one recovery key, and the node unseals itself)."""
+        if self.lifecycle.seal.recovery:
+            output = await self.initialize(0, 0, 1, 1)
+        else:
+            output = await self.initialize(1, 1)
+            await self.unseal(output.keys_hex[0])
         if root_token_id:
             if root_token_id != root_token_id.strip():
                 raise InvalidRequestError("dev root token id may not have surrounding spaces")
             await self.tokens.revoke(output.root_token)
             await self.tokens.create_root_with_id(root_token_id)
-            output = InitOutput(output.keys_hex, output.keys_base64, root_token_id)
+            output = dataclasses.replace(output, root_token=root_token_id)
         return output
 
     # -- requests -----------------------------------------------------------------
@@ -330,4 +370,5 @@ class Core:
         )
 
     async def close(self) -> None:
+        await self.lifecycle.seal.close()
         await self.physical.close()

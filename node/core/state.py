@@ -20,6 +20,8 @@ class SealStatus:
     cluster_name: str
     cluster_id: str
     storage_type: str
+    #: Under an HSM seal ``t``/``n`` count the recovery shares.
+    recovery_seal: bool = False
 
     def to_json(self) -> dict[str, object]:
         body: dict[str, object] = {
@@ -33,9 +35,11 @@ class SealStatus:
             "version": self.version,
             "build_date": "",
             "migration": False,
-            "recovery_seal": False,
+            "recovery_seal": self.recovery_seal,
             "storage_type": self.storage_type,
         }
+        if self.recovery_seal:
+            body["recovery_seal_type"] = "shamir"
         if not self.sealed:
             body["cluster_name"] = self.cluster_name
             body["cluster_id"] = self.cluster_id

@@ -2,5 +2,6 @@
 
 Shamir (the default) splits an unseal key into shares; the unseal key
 decrypts the stored root key, which decrypts the barrier's keyring. The
-HSM-backed seal arrives later behind the same ``Seal`` protocol.
+PKCS#11 seal stores the root key encrypted by an HSM key and unseals by
+itself; its operators hold recovery keys. Both implement ``base.Seal``.
 """

@@ -11,9 +11,13 @@ from dataclasses import dataclass
 
 from node.errors import InvalidRequestError
 
-__all__ = ["SEAL_CONFIG_PATH", "SealConfig", "validate_shares"]
+__all__ = ["SEAL_CONFIG_PATH", "SealConfig", "SealTypeMismatchError", "validate_shares"]
 
 SEAL_CONFIG_PATH = "core/seal-config"
+
+
+class SealTypeMismatchError(InvalidRequestError):
+    """Storage was initialised under another seal type than the one configured."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +41,18 @@ class SealConfig:
         return cls(str(doc["type"]), int(doc["secret_shares"]), int(doc["secret_threshold"]))
 
 
-def validate_shares(shares: int, threshold: int) -> None:
-    """The reference's rules for ``secret_shares`` and ``secret_threshold``."""
+def validate_shares(shares: int, threshold: int, noun: str = "secret") -> None:
+    """The reference's rules for ``secret_shares`` and ``secret_threshold``
+    (``noun="recovery"``: the same rules for ``recovery_shares``/``recovery_threshold``)."""
     if shares < 1:
-        raise InvalidRequestError("secret shares must be at least one")
+        raise InvalidRequestError(f"{noun} shares must be at least one")
     if threshold < 1:
-        raise InvalidRequestError("secret threshold must be at least one")
+        raise InvalidRequestError(f"{noun} threshold must be at least one")
     if shares > 1 and threshold == 1:
-        raise InvalidRequestError("secret threshold must be greater than one for multiple shares")
+        raise InvalidRequestError(f"{noun} threshold must be greater than one for multiple shares")
     if shares > 255:
-        raise InvalidRequestError("secret shares must be less than 256")
+        raise InvalidRequestError(f"{noun} shares must be less than 256")
     if threshold > 255:
-        raise InvalidRequestError("secret threshold must be less than 256")
+        raise InvalidRequestError(f"{noun} threshold must be less than 256")
     if threshold > shares:
-        raise InvalidRequestError("secret threshold cannot be larger than secret shares")
+        raise InvalidRequestError(f"{noun} threshold cannot be larger than {noun} shares")

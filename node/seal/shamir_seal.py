@@ -30,6 +30,8 @@ class ShamirSeal:
     """Protects the root key with an unseal key that only exists as shares."""
 
     type = "shamir"
+    #: The shares are unseal keys.
+    recovery = False
 
     def __init__(self, physical: PhysicalBackend) -> None:
         self._physical = physical
@@ -37,6 +39,13 @@ class ShamirSeal:
     async def config(self) -> SealConfig | None:
         entry = await self._physical.get(SEAL_CONFIG_PATH)
         return SealConfig.deserialize(entry.value) if entry else None
+
+    async def share_config(self) -> SealConfig | None:
+        """The unseal key shares are described by the seal config itself."""
+        return await self.config()
+
+    async def close(self) -> None:
+        """Nothing to release: the unseal key is never held."""
 
     async def initialize(self, shares: int, threshold: int) -> InitResult:
         unseal_key = os.urandom(32)

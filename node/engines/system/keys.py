@@ -32,7 +32,8 @@ def key_paths(core: Core) -> list[Path]:
         )
 
     async def threshold() -> int:
-        config = await core.lifecycle.seal_config()
+        # The shares operators hold: recovery keys under an HSM seal.
+        config = await core.lifecycle.share_config()
         if config is None:
             raise NotInitializedError()
         return config.secret_threshold

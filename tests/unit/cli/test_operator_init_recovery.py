@@ -1,0 +1,53 @@
+"""``coffer operator init -recovery-shares/-recovery-threshold`` for an HSM-sealed server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.unit.cli.fakes import FakeServer, isolate_env, run, serving
+
+RESPONSE = {
+    "keys": [],
+    "keys_base64": [],
+    "recovery_keys": ["aa", "bb"],
+    "recovery_keys_base64": ["qg==", "uw=="],
+    "root_token": "hvs.root",
+}
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeServer]:
+    with serving(monkeypatch, isolate_env(monkeypatch, tmp_path)) as fake:
+        yield fake
+
+
+def test_recovery_shares_are_sent_and_printed(
+    server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.on("PUT", "/v1/sys/init", RESPONSE)
+    code, out, err = run(capsys, "operator", "init", "-recovery-shares=2", "-recovery-threshold=2")
+    assert (code, err) == (0, "")
+    assert server.only().body == {"recovery_shares": 2, "recovery_threshold": 2}
+    assert out.splitlines()[:4] == [
+        "Recovery Key 1: qg==",
+        "Recovery Key 2: uw==",
+        "",
+        "Initial Root Token: hvs.root",
+    ]
+    assert "cannot unseal" in out.replace("\n", " ")
+
+
+def test_recovery_json_shape(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
+    server.on("PUT", "/v1/sys/init", RESPONSE)
+    code, out, _ = run(
+        capsys, "operator", "init", "-recovery-shares=2", "-recovery-threshold=2", "-format=json"
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert (doc["unseal_shares"], doc["unseal_keys_b64"]) == (0, [])
+    assert (doc["recovery_keys_shares"], doc["recovery_keys_threshold"]) == (2, 2)
+    assert doc["recovery_keys_b64"] == ["qg==", "uw=="]
