@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from harness.server import CofferFactory, ServerProcess, file_config
 from tests.hsm.softhsm import PIN, SoftHsm
-from tests.integration.conftest import CofferFactory, ServerProcess, file_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
