@@ -20,9 +20,9 @@ from node.core.login import IdentityLink, LoginCompleter
 from node.core.mount_table import MountTable, delete_prefix
 from node.core.pipeline import Pipeline
 from node.core.state import SealStatus
+from node.core.system.keys import make_root_generation
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
-from node.engines.system.keys import make_root_generation
 from node.errors import ConflictError, InvalidRequestError, NotInitializedError
 from node.logical.request import Request
 from node.logical.response import Response

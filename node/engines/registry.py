@@ -10,12 +10,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from node.auth.token.backend import TokenBackend
 from node.barrier.view import BarrierView
+from node.core.system.backend import SystemBackend
+from node.core.token_store.backend import TokenBackend
 from node.engines.cubbyhole import CubbyholeBackend
 from node.engines.kv.v1 import KVv1Backend
 from node.engines.kv.v2 import KVv2Backend
-from node.engines.system.backend import SystemBackend
 from node.engines.types import ENGINE_TYPES, PLUGGABLE, kv_version
 from node.errors import InvalidRequestError
 from node.logical.backend import Backend

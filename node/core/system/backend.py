@@ -5,18 +5,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from node.engines.system.cors import cors_paths
-from node.engines.system.internal import internal_paths
-from node.engines.system.keys import key_paths
-from node.engines.system.leases import lease_paths
-from node.engines.system.mounts import mount_paths
-from node.engines.system.namespaces import namespace_paths
-from node.engines.system.policies import policy_paths
-from node.engines.system.raft import raft_paths
-from node.engines.system.step_down import step_down_paths
-from node.engines.system.telemetry import telemetry_paths
-from node.engines.system.ui_mounts import ui_mount_paths
-from node.engines.system.wrapping import wrapping_paths
+from node.core.system.cors import cors_paths
+from node.core.system.internal import internal_paths
+from node.core.system.keys import key_paths
+from node.core.system.leases import lease_paths
+from node.core.system.mounts import mount_paths
+from node.core.system.namespaces import namespace_paths
+from node.core.system.policies import policy_paths
+from node.core.system.raft import raft_paths
+from node.core.system.step_down import step_down_paths
+from node.core.system.telemetry import telemetry_paths
+from node.core.system.ui_mounts import ui_mount_paths
+from node.core.system.wrapping import wrapping_paths
 from node.errors import InvalidRequestError
 from node.framework import FrameworkBackend
 from node.logical.request import Request

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from node.auth.token.create import CreateContext, create_token
-from node.auth.token.roles import RoleStore, role_fields, role_paths
+from node.core.token_store.create import CreateContext, create_token
+from node.core.token_store.roles import RoleStore, role_fields, role_paths
 from node.barrier.view import BarrierView
 from node.core.renewal import renew_with_method
 from node.errors import InvalidRequestError, PermissionDeniedError, UnsupportedPathError
