@@ -1,24 +1,30 @@
-"""Assembles the ``sys/`` path table from its areas."""
+"""Assembles the ``sys/`` path table from its areas.
+
+Each area is a ``PathGroup`` in its own module: its ``paths()`` is the
+declaration of its rows (fields, operations, help), the one source of
+routing, validation, ``?help=1`` and the OpenAPI document. The order below is
+the table's order, so it decides which row matches first.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
 
-from node.core.system.cors import cors_paths
-from node.core.system.internal import internal_paths
-from node.core.system.keys import key_paths
-from node.core.system.leases import lease_paths
-from node.core.system.mounts import mount_paths
-from node.core.system.namespaces import namespace_paths
-from node.core.system.policies import policy_paths
-from node.core.system.raft import raft_paths
-from node.core.system.step_down import step_down_paths
-from node.core.system.telemetry import telemetry_paths
-from node.core.system.ui_mounts import ui_mount_paths
-from node.core.system.wrapping import wrapping_paths
+from node.core.system.cors import CorsPaths
+from node.core.system.internal import InternalPaths
+from node.core.system.keys import KeyPaths
+from node.core.system.leases import LeasePaths
+from node.core.system.mounts import MountPaths
+from node.core.system.namespaces import NamespacePaths
+from node.core.system.policies import CapabilityPaths, PolicyPaths
+from node.core.system.raft import RaftPaths
+from node.core.system.step_down import StepDownPaths
+from node.core.system.telemetry import TelemetryPaths
+from node.core.system.ui_mounts import UiMountPaths
+from node.core.system.wrapping import WrappingPaths
 from node.errors import InvalidRequestError
-from node.framework import FrameworkBackend
+from node.framework import FrameworkBackend, PathGroup
 from node.logical.request import Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT, Namespace
@@ -42,22 +48,22 @@ class SystemBackend(FrameworkBackend):
 
     def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
         self.namespace = namespace
-        super().__init__(
-            [
-                *key_paths(core),
-                *mount_paths(core, namespace),
-                *policy_paths(core, namespace),
-                *namespace_paths(core, namespace),
-                *wrapping_paths(core),
-                *telemetry_paths(core),
-                *internal_paths(core, namespace),
-                *ui_mount_paths(core, namespace),
-                *raft_paths(core),
-                *cors_paths(core),
-                *lease_paths(core, namespace),
-                *step_down_paths(core),
-            ]
-        )
+        groups: list[PathGroup] = [
+            KeyPaths(core),
+            MountPaths(core, namespace),
+            PolicyPaths(core, namespace),
+            CapabilityPaths(core, namespace),
+            NamespacePaths(core, namespace),
+            WrappingPaths(core),
+            TelemetryPaths(core),
+            InternalPaths(core, namespace),
+            UiMountPaths(core, namespace),
+            RaftPaths(core),
+            CorsPaths(core),
+            LeasePaths(core, namespace),
+            StepDownPaths(core),
+        ]
+        super().__init__([row for group in groups for row in group.paths()])
 
     async def handle(self, request: Request) -> Response | None:
         if not self.namespace.is_root and _ROOT_ONLY.match(request.path):

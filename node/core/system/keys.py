@@ -14,82 +14,97 @@ from node.seal.keys import decode_key
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["key_paths"]
+__all__ = ["KeyPaths", "make_root_generation"]
 
 
-def key_paths(core: Core) -> list[Path]:
-    async def seal(request: Request, data: FieldData) -> None:
-        await core.seal()
+_ATTEMPT_FIELDS = {
+    "otp": Field(FieldType.STRING, "One-time password; generated when omitted.", ""),
+    "pgp_key": Field(FieldType.STRING, "Not supported.", ""),
+}
+_UPDATE_FIELDS = {
+    "key": Field(FieldType.STRING, "One unseal key share.", required=True),
+    "nonce": Field(FieldType.STRING, "Nonce of the generation attempt.", required=True),
+}
 
-    async def rotate(request: Request, data: FieldData) -> None:
-        await core.barrier.rotate()
 
-    async def key_status(request: Request, data: FieldData) -> Response:
-        term, install_time, encryptions = core.barrier.key_status()
+class KeyPaths:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def paths(self) -> list[Path]:
+        return [
+            Path(
+                "seal",
+                operations={Operation.UPDATE: self._seal},
+                sudo=True,
+                summary="Seal this node.",
+            ),
+            Path(
+                "rotate(/keyring)?",
+                operations={Operation.UPDATE: self._rotate},
+                sudo=True,
+                summary="Add a new barrier key term; new writes use it.",
+            ),
+            Path(
+                "key-status",
+                operations={Operation.READ: self._key_status},
+                summary="The active barrier key term and its install time.",
+            ),
+            Path(
+                "generate-root/attempt",
+                operations={
+                    Operation.READ: self._attempt_status,
+                    Operation.UPDATE: self._attempt_start,
+                    Operation.DELETE: self._attempt_cancel,
+                },
+                fields=_ATTEMPT_FIELDS,
+                unauthenticated=True,
+                summary="Start, read or cancel a root token generation.",
+            ),
+            Path(
+                "generate-root/update",
+                operations={Operation.UPDATE: self._attempt_update},
+                fields=_UPDATE_FIELDS,
+                unauthenticated=True,
+                summary="Enter one unseal key share towards the new root token.",
+            ),
+        ]
+
+    async def _seal(self, request: Request, data: FieldData) -> None:
+        await self._core.seal()
+
+    async def _rotate(self, request: Request, data: FieldData) -> None:
+        await self._core.barrier.rotate()
+
+    async def _key_status(self, request: Request, data: FieldData) -> Response:
+        term, install_time, encryptions = self._core.barrier.key_status()
         return Response(
             data={"term": term, "install_time": install_time, "encryptions": encryptions},
             top_level_data=True,
         )
 
-    async def threshold() -> int:
-        config = await core.lifecycle.seal_config()
+    async def _threshold(self) -> int:
+        config = await self._core.lifecycle.seal_config()
         if config is None:
             raise NotInitializedError()
         return config.secret_threshold
 
-    async def attempt_status(request: Request, data: FieldData) -> Response:
-        return Response(raw=core.root_generation.status(await threshold()))
+    async def _attempt_status(self, request: Request, data: FieldData) -> Response:
+        return Response(raw=self._core.root_generation.status(await self._threshold()))
 
-    async def attempt_start(request: Request, data: FieldData) -> Response:
-        status = core.root_generation.start(await threshold(), data.get("otp"), data.get("pgp_key"))
-        return Response(raw=status)
+    async def _attempt_start(self, request: Request, data: FieldData) -> Response:
+        threshold = await self._threshold()
+        generation = self._core.root_generation
+        return Response(raw=generation.start(threshold, data.get("otp"), data.get("pgp_key")))
 
-    async def attempt_cancel(request: Request, data: FieldData) -> None:
-        core.root_generation.cancel()
+    async def _attempt_cancel(self, request: Request, data: FieldData) -> None:
+        self._core.root_generation.cancel()
 
-    async def attempt_update(request: Request, data: FieldData) -> Response:
+    async def _attempt_update(self, request: Request, data: FieldData) -> Response:
         share = decode_key(data.get("key"))
-        status = await core.root_generation.update(share, data.get("nonce"), await threshold())
+        threshold = await self._threshold()
+        status = await self._core.root_generation.update(share, data.get("nonce"), threshold)
         return Response(raw=status)
-
-    return [
-        Path("seal", operations={Operation.UPDATE: seal}, sudo=True, summary="Seal this node."),
-        Path(
-            "rotate(/keyring)?",
-            operations={Operation.UPDATE: rotate},
-            sudo=True,
-            summary="Add a new barrier key term; new writes use it.",
-        ),
-        Path(
-            "key-status",
-            operations={Operation.READ: key_status},
-            summary="The active barrier key term and its install time.",
-        ),
-        Path(
-            "generate-root/attempt",
-            operations={
-                Operation.READ: attempt_status,
-                Operation.UPDATE: attempt_start,
-                Operation.DELETE: attempt_cancel,
-            },
-            fields={
-                "otp": Field(FieldType.STRING, "One-time password; generated when omitted.", ""),
-                "pgp_key": Field(FieldType.STRING, "Not supported.", ""),
-            },
-            unauthenticated=True,
-            summary="Start, read or cancel a root token generation.",
-        ),
-        Path(
-            "generate-root/update",
-            operations={Operation.UPDATE: attempt_update},
-            fields={
-                "key": Field(FieldType.STRING, "One unseal key share.", required=True),
-                "nonce": Field(FieldType.STRING, "Nonce of the generation attempt.", required=True),
-            },
-            unauthenticated=True,
-            summary="Enter one unseal key share towards the new root token.",
-        ),
-    ]
 
 
 def make_root_generation(core: Core) -> TokenGeneration:

@@ -22,7 +22,7 @@ from node.tokens.entry import TokenEntry, rfc3339
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["lease_id", "lease_paths"]
+__all__ = ["LeasePaths", "lease_id"]
 
 TOKEN_RENEW_REFUSED = "tokens cannot be renewed through this endpoint"
 
@@ -45,48 +45,106 @@ def _lookup_data(entry: TokenEntry, lease: str) -> dict[str, Any]:
     }
 
 
-def lease_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
-    async def find(lease: str) -> TokenEntry | None:
+_LEASE = {"lease_id": Field(FieldType.STRING, "The lease id.")}
+_URL_LEASE = {"url_lease_id": Field(FieldType.STRING, "The lease id, in the path.")}
+_INCREMENT = {"increment": Field(FieldType.DURATION, "Seconds to extend the lease by.", 0)}
+_SYNC = {"sync": Field(FieldType.BOOL, "Revoke before answering (always so here).", True)}
+_PREFIX = {"prefix": Field(FieldType.STRING, "The lease id prefix.")}
+_RENEW = "Renew a lease (tokens are renewed under auth/token/ instead)."
+_REVOKE = "Revoke a lease: the token and its children."
+
+
+class LeasePaths:
+    """Leases of one namespace's tokens."""
+
+    def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
+        self._core = core
+        self._namespace = namespace
+
+    def paths(self) -> list[Path]:
+        paths = [
+            Path(
+                "leases/lookup",
+                {Operation.UPDATE: self._lookup},
+                _LEASE,
+                "Look up a lease: issue and expiry times, TTL, renewable.",
+            ),
+            Path(
+                r"leases/lookup/(?P<prefix>.*)",
+                {Operation.LIST: self._list},
+                _PREFIX,
+                "List lease ids under a prefix.",
+                sudo=True,
+            ),
+        ]
+        # The reference serves renew and revoke at ``sys/leases/...`` and, as before, ``sys/...``.
+        for base in ("leases/", ""):
+            paths += [
+                Path(f"{base}renew", {Operation.UPDATE: self._renew}, _LEASE | _INCREMENT, _RENEW),
+                Path(
+                    rf"{base}renew/(?P<url_lease_id>.+)",
+                    {Operation.UPDATE: self._renew},
+                    _LEASE | _URL_LEASE | _INCREMENT,
+                    _RENEW,
+                ),
+                Path(f"{base}revoke", {Operation.UPDATE: self._revoke}, _LEASE | _SYNC, _REVOKE),
+                Path(
+                    rf"{base}revoke/(?P<url_lease_id>.+)",
+                    {Operation.UPDATE: self._revoke},
+                    _LEASE | _URL_LEASE | _SYNC,
+                    _REVOKE,
+                ),
+                Path(
+                    rf"{base}revoke-prefix/(?P<prefix>.+)",
+                    {Operation.UPDATE: self._revoke_prefix},
+                    _PREFIX | _SYNC,
+                    "Revoke every lease under a prefix, e.g. all tokens of an auth mount.",
+                    sudo=True,
+                ),
+                Path(
+                    rf"{base}revoke-force/(?P<prefix>.+)",
+                    {Operation.UPDATE: self._revoke_prefix},
+                    _PREFIX,
+                    "Revoke every lease under a prefix, ignoring backend errors.",
+                    sudo=True,
+                ),
+            ]
+        return paths
+
+    async def _find(self, lease: str) -> TokenEntry | None:
         """The token of a lease id, if it exists, is live and belongs here."""
         _, _, key = lease.strip().rpartition("/")
         # Keys are hex HMACs: anything else never reaches storage as a key.
         if not (key.isascii() and key.isalnum()):
             return None
-        entry = await core.tokens.get_by_key(key)
-        if entry is None or entry.expired() or entry.namespace_id != namespace.id:
+        entry = await self._core.tokens.get_by_key(key)
+        if entry is None or entry.expired() or entry.namespace_id != self._namespace.id:
             return None
-        return entry if lease_id(entry, namespace) == lease.strip() else None
+        return entry if lease_id(entry, self._namespace) == lease.strip() else None
 
-    async def leases_under(prefix: str) -> list[tuple[str, TokenEntry]]:
+    async def _leases_under(self, prefix: str) -> list[tuple[str, TokenEntry]]:
         found = []
-        for entry in await core.tokens.all_entries():
-            if entry.namespace_id != namespace.id or entry.expired():
+        for entry in await self._core.tokens.all_entries():
+            if entry.namespace_id != self._namespace.id or entry.expired():
                 continue
-            lease = lease_id(entry, namespace)
+            lease = lease_id(entry, self._namespace)
             if lease and lease.startswith(prefix):
                 found.append((lease, entry))
         return found
 
-    def given_lease(data: FieldData) -> str:
-        url = data.get("url_lease_id") if data.given("url_lease_id") else ""
-        lease = str(url or data.get("lease_id") or "").strip()
-        if not lease:
-            raise InvalidRequestError("lease_id must be specified")
-        return lease
-
-    async def lookup(request: Request, data: FieldData) -> Response:
-        lease = given_lease(data)
-        entry = await find(lease)
+    async def _lookup(self, request: Request, data: FieldData) -> Response:
+        lease = _given_lease(data)
+        entry = await self._find(lease)
         if entry is None:
             raise InvalidRequestError("invalid lease")
         return Response(data=_lookup_data(entry, lease))
 
-    async def list_leases(request: Request, data: FieldData) -> Response:
+    async def _list(self, request: Request, data: FieldData) -> Response:
         prefix = str(data.get("prefix") or "")
         if prefix and not prefix.endswith("/"):
             prefix += "/"
         keys: set[str] = set()
-        for lease, _ in await leases_under(prefix):
+        for lease, _ in await self._leases_under(prefix):
             rest = lease[len(prefix) :]
             head, sep, _ = rest.partition("/")
             keys.add(head + sep)
@@ -94,88 +152,33 @@ def lease_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
             raise UnsupportedPathError()
         return Response(data={"keys": sorted(keys)})
 
-    async def renew(request: Request, data: FieldData) -> Response:
-        lease = given_lease(data)
-        if await find(lease) is None:
+    async def _renew(self, request: Request, data: FieldData) -> Response:
+        lease = _given_lease(data)
+        if await self._find(lease) is None:
             raise InvalidRequestError("lease not found")
         raise InvalidRequestError(TOKEN_RENEW_REFUSED)
 
-    async def revoke(request: Request, data: FieldData) -> None:
-        entry = await find(given_lease(data))
+    async def _revoke(self, request: Request, data: FieldData) -> None:
+        entry = await self._find(_given_lease(data))
         if entry is not None:
-            await core.tokens.revoke_tree(entry)
+            await self._core.tokens.revoke_tree(entry)
 
-    async def revoke_prefix(request: Request, data: FieldData) -> None:
+    async def _revoke_prefix(self, request: Request, data: FieldData) -> None:
         prefix = str(data.get("prefix") or "").strip().lstrip("/")
         if not prefix:
             raise InvalidRequestError("prefix must be specified")
         if not prefix.endswith("/"):
             prefix += "/"
-        for _, entry in await leases_under(prefix):
+        for _, entry in await self._leases_under(prefix):
             # A parent revoked earlier in the loop takes its children with it.
-            current = await core.tokens.get_by_key(entry.key)
+            current = await self._core.tokens.get_by_key(entry.key)
             if current is not None:
-                await core.tokens.revoke_tree(current)
+                await self._core.tokens.revoke_tree(current)
 
-    lease_field = {"lease_id": Field(FieldType.STRING, "The lease id.")}
-    url_lease = {"url_lease_id": Field(FieldType.STRING, "The lease id, in the path.")}
-    increment = {"increment": Field(FieldType.DURATION, "Seconds to extend the lease by.", 0)}
-    sync = {"sync": Field(FieldType.BOOL, "Revoke before answering (always so here).", True)}
-    prefix = {"prefix": Field(FieldType.STRING, "The lease id prefix.")}
-    paths: list[Path] = [
-        Path(
-            "leases/lookup",
-            {Operation.UPDATE: lookup},
-            lease_field,
-            "Look up a lease: issue and expiry times, TTL, renewable.",
-        ),
-        Path(
-            r"leases/lookup/(?P<prefix>.*)",
-            {Operation.LIST: list_leases},
-            prefix,
-            "List lease ids under a prefix.",
-            sudo=True,
-        ),
-    ]
-    for base in ("leases/", ""):
-        paths += [
-            Path(
-                f"{base}renew",
-                {Operation.UPDATE: renew},
-                {**lease_field, **increment},
-                "Renew a lease (tokens are renewed under auth/token/ instead).",
-            ),
-            Path(
-                rf"{base}renew/(?P<url_lease_id>.+)",
-                {Operation.UPDATE: renew},
-                {**lease_field, **url_lease, **increment},
-                "Renew a lease (tokens are renewed under auth/token/ instead).",
-            ),
-            Path(
-                f"{base}revoke",
-                {Operation.UPDATE: revoke},
-                {**lease_field, **sync},
-                "Revoke a lease: the token and its children.",
-            ),
-            Path(
-                rf"{base}revoke/(?P<url_lease_id>.+)",
-                {Operation.UPDATE: revoke},
-                {**lease_field, **url_lease, **sync},
-                "Revoke a lease: the token and its children.",
-            ),
-            Path(
-                rf"{base}revoke-prefix/(?P<prefix>.+)",
-                {Operation.UPDATE: revoke_prefix},
-                {**prefix, **sync},
-                "Revoke every lease under a prefix, e.g. all tokens of an auth mount.",
-                sudo=True,
-            ),
-            Path(
-                rf"{base}revoke-force/(?P<prefix>.+)",
-                {Operation.UPDATE: revoke_prefix},
-                prefix,
-                "Revoke every lease under a prefix, ignoring backend errors.",
-                sudo=True,
-            ),
-        ]
-    return paths
+
+def _given_lease(data: FieldData) -> str:
+    url = data.get("url_lease_id") if data.given("url_lease_id") else ""
+    lease = str(url or data.get("lease_id") or "").strip()
+    if not lease:
+        raise InvalidRequestError("lease_id must be specified")
+    return lease

@@ -18,7 +18,7 @@ from node.namespaces.model import ROOT, Namespace
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["namespace_paths"]
+__all__ = ["NamespacePaths"]
 
 
 def _shown(namespace: Namespace) -> dict[str, Any]:
@@ -39,15 +39,43 @@ def _metadata(raw: Any) -> dict[str, str]:
     return dict(raw)
 
 
-def namespace_paths(core: Core, parent: Namespace = ROOT) -> list[Path]:
-    def child(name: str) -> Namespace:
-        found = core.namespaces.by_path(parent.path + name.strip("/"))
-        if found is None or found.id == parent.id:
+_FIELDS = {"custom_metadata": Field(FieldType.MAP, "Metadata about the namespace.")}
+
+
+class NamespacePaths:
+    """The children of ``parent``, the namespace the request addresses."""
+
+    def __init__(self, core: Core, parent: Namespace = ROOT) -> None:
+        self._core = core
+        self._parent = parent
+
+    def paths(self) -> list[Path]:
+        return [
+            Path("namespaces/?", {Operation.LIST: self._list}, {}, "List child namespaces."),
+            Path(
+                r"namespaces/(?P<path>.+)",
+                {
+                    Operation.READ: self._read,
+                    Operation.CREATE: self._create,
+                    Operation.UPDATE: self._create,
+                    Operation.PATCH: self._patch,
+                    Operation.DELETE: self._delete,
+                },
+                _FIELDS,
+                "Create, read, update metadata of or delete a child namespace.",
+                exists=self._exists,
+            ),
+        ]
+
+    def _child(self, name: str) -> Namespace:
+        found = self._core.namespaces.by_path(self._parent.path + name.strip("/"))
+        if found is None or found.id == self._parent.id:
             raise UnsupportedPathError()
         return found
 
-    async def listing(request: Request, data: FieldData) -> Response:
-        children = sorted(core.namespaces.children(parent), key=lambda ns: ns.path)
+    async def _list(self, request: Request, data: FieldData) -> Response:
+        parent = self._parent
+        children = sorted(self._core.namespaces.children(parent), key=lambda ns: ns.path)
         if not children:
             raise UnsupportedPathError()
         keys = [ns.path[len(parent.path) :] for ns in children]
@@ -58,20 +86,21 @@ def namespace_paths(core: Core, parent: Namespace = ROOT) -> list[Path]:
             }
         )
 
-    async def read(request: Request, data: FieldData) -> Response:
-        return Response(data=_shown(child(data.get("path"))))
+    async def _read(self, request: Request, data: FieldData) -> Response:
+        return Response(data=_shown(self._child(data.get("path"))))
 
-    async def exists(request: Request, data: FieldData) -> bool:
-        return core.namespaces.by_path(parent.path + str(data.get("path")).strip("/")) is not None
+    async def _exists(self, request: Request, data: FieldData) -> bool:
+        path = self._parent.path + str(data.get("path")).strip("/")
+        return self._core.namespaces.by_path(path) is not None
 
-    async def create(request: Request, data: FieldData) -> Response:
-        namespace = await core.create_namespace(
-            parent, data.get("path"), _metadata(data.raw.get("custom_metadata"))
+    async def _create(self, request: Request, data: FieldData) -> Response:
+        namespace = await self._core.create_namespace(
+            self._parent, data.get("path"), _metadata(data.raw.get("custom_metadata"))
         )
         return Response(data=_shown(namespace))
 
-    async def patch(request: Request, data: FieldData) -> Response:
-        namespace = child(data.get("path"))
+    async def _patch(self, request: Request, data: FieldData) -> Response:
+        namespace = self._child(data.get("path"))
         merged = dict(namespace.custom_metadata)
         for key, value in (data.get("custom_metadata") or {}).items():
             if value is None:
@@ -80,24 +109,8 @@ def namespace_paths(core: Core, parent: Namespace = ROOT) -> list[Path]:
                 merged[key] = value
             else:
                 raise InvalidRequestError("custom_metadata values must be strings or null")
-        return Response(data=_shown(await core.namespaces.update_metadata(namespace, merged)))
+        updated = await self._core.namespaces.update_metadata(namespace, merged)
+        return Response(data=_shown(updated))
 
-    async def delete(request: Request, data: FieldData) -> None:
-        await core.delete_namespace(child(data.get("path")))
-
-    return [
-        Path("namespaces/?", {Operation.LIST: listing}, {}, "List child namespaces."),
-        Path(
-            r"namespaces/(?P<path>.+)",
-            {
-                Operation.READ: read,
-                Operation.CREATE: create,
-                Operation.UPDATE: create,
-                Operation.PATCH: patch,
-                Operation.DELETE: delete,
-            },
-            {"custom_metadata": Field(FieldType.MAP, "Metadata about the namespace.")},
-            "Create, read, update metadata of or delete a child namespace.",
-            exists=exists,
-        ),
-    ]
+    async def _delete(self, request: Request, data: FieldData) -> None:
+        await self._core.delete_namespace(self._child(data.get("path")))

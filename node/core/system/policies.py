@@ -15,135 +15,155 @@ from node.tokens.scope import TokenScope
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["policy_paths"]
+__all__ = ["CapabilityPaths", "PolicyPaths"]
 
 
-def policy_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
-    store = core.policy_store(namespace.id)
-    # Tokens named by value or accessor: this namespace's (and, by value, its children's).
-    scope = TokenScope(core.tokens, core.namespaces, namespace.id)
+_NAME = {"name": Field(FieldType.STRING, "Name of the policy.")}
+_TEXT = {
+    "policy": Field(FieldType.STRING, "The policy document (HCL or JSON)."),
+    "rules": Field(FieldType.STRING, "Legacy name of 'policy'."),
+}
+_PATHS = {
+    "paths": Field(FieldType.COMMA_STRING_LIST, "Paths to check."),
+    "path": Field(FieldType.STRING, "Deprecated single path."),
+}
 
-    async def list_policies(request: Request, data: FieldData) -> Response:
-        names = await store.list(include_root=True)
+
+class PolicyPaths:
+    """One namespace's ACL policies, at ``sys/policy`` (legacy) and ``sys/policies/acl``."""
+
+    def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
+        self._store = core.policy_store(namespace.id)
+
+    def paths(self) -> list[Path]:
+        return [
+            Path(
+                "policy/?",
+                {Operation.READ: self._list_legacy, Operation.LIST: self._list},
+                {},
+                "List policies.",
+            ),
+            Path(
+                r"policy/(?P<name>.+)",
+                {
+                    Operation.READ: self._read_legacy,
+                    Operation.UPDATE: self._write,
+                    Operation.DELETE: self._delete,
+                },
+                _NAME | _TEXT,
+                "Read, write or delete a policy.",
+                exists=self._exists,
+            ),
+            Path("policies/acl/?", {Operation.LIST: self._list}, {}, "List ACL policies."),
+            Path(
+                r"policies/acl/(?P<name>.+)",
+                {
+                    Operation.READ: self._read,
+                    Operation.UPDATE: self._write,
+                    Operation.DELETE: self._delete,
+                },
+                _NAME | _TEXT,
+                "Read, write or delete an ACL policy.",
+                exists=self._exists,
+            ),
+        ]
+
+    async def _list_legacy(self, request: Request, data: FieldData) -> Response:
+        names = await self._store.list(include_root=True)
         return Response(data={"keys": names, "policies": names}, top_level_data=True)
 
-    async def list_acl(request: Request, data: FieldData) -> Response:
-        names = await store.list(include_root=True)
-        return Response(data={"keys": names})
+    async def _list(self, request: Request, data: FieldData) -> Response:
+        return Response(data={"keys": await self._store.list(include_root=True)})
 
-    async def read(request: Request, data: FieldData, legacy: bool) -> Response:
-        name = data.get("name")
-        policy = await store.get(name)
+    async def _read_as(self, data: FieldData, text_key: str) -> Response:
+        policy = await self._store.get(data.get("name"))
         if policy is None:
             raise UnsupportedPathError()
-        body = {"name": policy.name, "rules" if legacy else "policy": policy.raw}
-        return Response(data=body, top_level_data=True)
+        return Response(data={"name": policy.name, text_key: policy.raw}, top_level_data=True)
 
-    async def read_legacy(request: Request, data: FieldData) -> Response:
-        return await read(request, data, legacy=True)
+    async def _read_legacy(self, request: Request, data: FieldData) -> Response:
+        return await self._read_as(data, "rules")
 
-    async def read_acl(request: Request, data: FieldData) -> Response:
-        return await read(request, data, legacy=False)
+    async def _read(self, request: Request, data: FieldData) -> Response:
+        return await self._read_as(data, "policy")
 
-    async def write(request: Request, data: FieldData) -> None:
+    async def _write(self, request: Request, data: FieldData) -> None:
         text = data.get("policy") or data.get("rules")
         if not text:
             raise InvalidRequestError("'policy' parameter not supplied or empty")
-        await store.set(data.get("name"), text)
+        await self._store.set(data.get("name"), text)
 
-    async def delete(request: Request, data: FieldData) -> None:
-        await store.delete(data.get("name"))
+    async def _delete(self, request: Request, data: FieldData) -> None:
+        await self._store.delete(data.get("name"))
 
-    async def policy_exists(request: Request, data: FieldData) -> bool:
-        return await store.get(data.get("name")) is not None
+    async def _exists(self, request: Request, data: FieldData) -> bool:
+        return await self._store.get(data.get("name")) is not None
 
-    async def capabilities_of(entry: TokenEntry | None, paths: list[str]) -> Response:
+
+class CapabilityPaths:
+    """What a token may do on paths: ``sys/capabilities``, ``-self`` and ``-accessor``."""
+
+    def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
+        self._core = core
+        self._namespace = namespace
+        # Tokens named by value or accessor: this namespace's (and, by value, its children's).
+        self._scope = TokenScope(core.tokens, core.namespaces, namespace.id)
+
+    def paths(self) -> list[Path]:
+        return [
+            Path(
+                "capabilities",
+                {Operation.UPDATE: self._by_token},
+                {"token": Field(FieldType.STRING, "Token to check."), **_PATHS},
+                "Capabilities of a token on paths.",
+            ),
+            Path(
+                "capabilities-self",
+                {Operation.UPDATE: self._of_caller},
+                _PATHS,
+                "Capabilities of the calling token.",
+            ),
+            Path(
+                "capabilities-accessor",
+                {Operation.UPDATE: self._by_accessor},
+                {"accessor": Field(FieldType.STRING, "Accessor of the token to check."), **_PATHS},
+                "Capabilities of a token, by accessor.",
+            ),
+        ]
+
+    async def _answer(self, entry: TokenEntry | None, data: FieldData) -> Response:
+        paths = [
+            p.lstrip("/")
+            for p in (data.get("paths") or []) + ([data.get("path")] if data.get("path") else [])
+        ]
         if entry is None:
             raise InvalidRequestError("invalid token")
         if not paths:
             raise InvalidRequestError("paths must be supplied")
-        acl = await core.access.acl_for(entry)
-        result: dict[str, object] = {
-            path: acl.capabilities(namespace.path + path) for path in paths
-        }
+        acl = await self._core.access.acl_for(entry)
+        prefix = self._namespace.path
+        result: dict[str, object] = {path: acl.capabilities(prefix + path) for path in paths}
         if len(paths) == 1:
             result["capabilities"] = result[paths[0]]
         return Response(data=dict(result), top_level_data=True)
 
-    def requested_paths(data: FieldData) -> list[str]:
-        return [
-            p.lstrip("/")
-            for p in (data.get("paths") or []) + ([data.get("path")] if data.get("path") else [])
-        ]
-
-    async def capabilities(request: Request, data: FieldData) -> Response:
+    async def _by_token(self, request: Request, data: FieldData) -> Response:
         token = data.get("token") or ""
         if not token:
             raise InvalidRequestError("missing token")
-        return await capabilities_of(await scope.token(token), requested_paths(data))
+        return await self._answer(await self._scope.token(token), data)
 
-    async def capabilities_self(request: Request, data: FieldData) -> Response:
-        entry = await core.tokens.lookup(request.client_token)
+    async def _of_caller(self, request: Request, data: FieldData) -> Response:
+        entry = await self._core.tokens.lookup(request.client_token)
         if entry is None:
             raise PermissionDeniedError()
-        return await capabilities_of(entry, requested_paths(data))
+        return await self._answer(entry, data)
 
-    async def capabilities_accessor(request: Request, data: FieldData) -> Response:
+    async def _by_accessor(self, request: Request, data: FieldData) -> Response:
         accessor = data.get("accessor") or ""
         if not accessor:
             raise InvalidRequestError("missing accessor")
-        entry = await scope.accessor(accessor)
+        entry = await self._scope.accessor(accessor)
         if entry is None:
             raise InvalidRequestError("invalid accessor")
-        return await capabilities_of(entry, requested_paths(data))
-
-    name = {"name": Field(FieldType.STRING, "Name of the policy.")}
-    text = {
-        "policy": Field(FieldType.STRING, "The policy document (HCL or JSON)."),
-        "rules": Field(FieldType.STRING, "Legacy name of 'policy'."),
-    }
-    paths_field = {
-        "paths": Field(FieldType.COMMA_STRING_LIST, "Paths to check."),
-        "path": Field(FieldType.STRING, "Deprecated single path."),
-    }
-    return [
-        Path(
-            "policy/?",
-            {Operation.READ: list_policies, Operation.LIST: list_acl},
-            {},
-            "List policies.",
-        ),
-        Path(
-            r"policy/(?P<name>.+)",
-            {Operation.READ: read_legacy, Operation.UPDATE: write, Operation.DELETE: delete},
-            {**name, **text},
-            "Read, write or delete a policy.",
-            exists=policy_exists,
-        ),
-        Path("policies/acl/?", {Operation.LIST: list_acl}, {}, "List ACL policies."),
-        Path(
-            r"policies/acl/(?P<name>.+)",
-            {Operation.READ: read_acl, Operation.UPDATE: write, Operation.DELETE: delete},
-            {**name, **text},
-            "Read, write or delete an ACL policy.",
-            exists=policy_exists,
-        ),
-        Path(
-            "capabilities",
-            {Operation.UPDATE: capabilities},
-            {"token": Field(FieldType.STRING, "Token to check."), **paths_field},
-            "Capabilities of a token on paths.",
-        ),
-        Path(
-            "capabilities-self",
-            {Operation.UPDATE: capabilities_self},
-            paths_field,
-            "Capabilities of the calling token.",
-        ),
-        Path(
-            "capabilities-accessor",
-            {Operation.UPDATE: capabilities_accessor},
-            {"accessor": Field(FieldType.STRING, "Accessor of the token to check."), **paths_field},
-            "Capabilities of a token, by accessor.",
-        ),
-    ]
+        return await self._answer(entry, data)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from node.cluster.cluster import Cluster
     from node.core.core import Core
 
-__all__ = ["SNAPSHOT_FIELD", "raft_paths"]
+__all__ = ["SNAPSHOT_FIELD", "RaftPaths"]
 
 #: Where the raw snapshot body travels in a restore request (set by ``api``).
 SNAPSHOT_FIELD = "snapshot"
@@ -29,25 +29,58 @@ SNAPSHOT_FIELD = "snapshot"
 _MAX_TRAILING = 1000
 
 
-def _cluster(core: Core) -> Cluster:
-    if core.cluster is None:
-        raise InvalidRequestError("raft storage is not in use on this node")
-    return core.cluster
-
-
 def _seconds(value: float | None) -> str:
     return "unknown" if value is None else f"{value:.3f}s"
 
 
-def raft_paths(core: Core) -> list[Path]:
-    def replica_of(cluster: Cluster) -> Any:
-        replica = cluster.replica
+class RaftPaths:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def paths(self) -> list[Path]:
+        return [
+            Path(
+                "storage/raft/configuration",
+                operations={Operation.READ: self._configuration},
+                sudo=True,
+                summary="The Raft configuration: every server, its address and role.",
+            ),
+            Path(
+                "storage/raft/remove-peer",
+                operations={Operation.UPDATE: self._remove_peer},
+                fields={
+                    "server_id": Field(FieldType.STRING, "Node id of the server to remove.", "")
+                },
+                sudo=True,
+                summary="Remove a server from the Raft configuration.",
+            ),
+            Path(
+                "storage/raft/snapshot(-force)?",
+                operations={Operation.READ: self._snapshot, Operation.UPDATE: self._restore},
+                fields={SNAPSHOT_FIELD: Field(FieldType.ANY, "The raw snapshot (request body).")},
+                sudo=True,
+                summary="Download a snapshot of the storage, or restore one (raw body).",
+            ),
+            Path(
+                "storage/raft/autopilot/state",
+                operations={Operation.READ: self._autopilot_state},
+                summary="Health of every Raft server as the leader sees it.",
+            ),
+        ]
+
+    def _cluster(self) -> Cluster:
+        if self._core.cluster is None:
+            raise InvalidRequestError("raft storage is not in use on this node")
+        return self._core.cluster
+
+    def _replica(self, cluster: Cluster | None = None) -> Any:
+        replica = (self._cluster() if cluster is None else cluster).replica
         if replica is None or not replica.is_leader():
             raise NoActiveNodeError()
         return replica
 
-    async def configuration(request: Request, data: FieldData) -> Response:
-        replica = replica_of(_cluster(core))
+    async def _configuration(self, request: Request, data: FieldData) -> Response:
+        replica = self._replica()
         servers = [
             {
                 "node_id": member.node_id,
@@ -60,54 +93,27 @@ def raft_paths(core: Core) -> list[Path]:
         ]
         return Response(data={"config": {"index": replica.committed_index(), "servers": servers}})
 
-    async def remove_peer(request: Request, data: FieldData) -> None:
+    async def _remove_peer(self, request: Request, data: FieldData) -> None:
         server_id = data.get("server_id")
         if not server_id:
             raise InvalidRequestError("no server id provided")
-        await _cluster(core).remove_peer(server_id)
+        await self._cluster().remove_peer(server_id)
 
-    async def snapshot(request: Request, data: FieldData) -> Response:
-        raw = await replica_of(_cluster(core)).export_snapshot()
+    async def _snapshot(self, request: Request, data: FieldData) -> Response:
+        raw = await self._replica().export_snapshot()
         return Response(raw=raw, raw_content_type="application/octet-stream")
 
-    async def restore(request: Request, data: FieldData) -> None:
+    async def _restore(self, request: Request, data: FieldData) -> None:
         body = request.data.get(SNAPSHOT_FIELD)
         if not isinstance(body, bytes) or not body:
             raise InvalidRequestError("the snapshot must be sent as the raw request body")
-        await replica_of(_cluster(core)).restore_snapshot(body)
+        await self._replica().restore_snapshot(body)
 
-    async def autopilot_state(request: Request, data: FieldData) -> Response:
-        cluster = _cluster(core)
-        replica = replica_of(cluster)
+    async def _autopilot_state(self, request: Request, data: FieldData) -> Response:
+        cluster = self._cluster()
+        replica = self._replica(cluster)
         status = replica.status()
-        commit = replica.committed_index()
-        peers = {peer["address"]: peer for peer in status.get("peers", [])}
-        now = time.monotonic()
-        servers: dict[str, Any] = {}
-        for member in replica.configuration():
-            peer = peers.get(member.address)
-            contact: float | None
-            if member.leader:
-                alive, last_index, contact = True, replica.applied_index(), 0.0
-            else:
-                alive = bool(peer and peer.get("connected"))
-                last_index = int((peer or {}).get("match_index") or 0)
-                seen = cluster.watcher.last_seen.get(member.address)
-                contact = None if seen is None else (0.0 if alive else now - seen)
-            healthy = alive and commit - last_index <= _MAX_TRAILING
-            servers[member.node_id] = {
-                "id": member.node_id,
-                "name": member.node_id,
-                "address": member.address,
-                "node_status": "alive" if alive else "left",
-                "last_contact": _seconds(contact),
-                "last_term": status.get("term", 0),
-                "last_index": last_index,
-                "healthy": healthy,
-                "status": "leader" if member.leader else "voter",
-                "version": VERSION,
-                "meta": {},
-            }
+        servers = _servers(cluster, replica, status)
         voters = sorted(servers)
         healthy_count = sum(1 for s in servers.values() if s["healthy"])
         quorum = len(voters) // 2 + 1
@@ -121,30 +127,35 @@ def raft_paths(core: Core) -> list[Path]:
         }
         return Response(data=state)
 
-    return [
-        Path(
-            "storage/raft/configuration",
-            operations={Operation.READ: configuration},
-            sudo=True,
-            summary="The Raft configuration: every server, its address and role.",
-        ),
-        Path(
-            "storage/raft/remove-peer",
-            operations={Operation.UPDATE: remove_peer},
-            fields={"server_id": Field(FieldType.STRING, "Node id of the server to remove.", "")},
-            sudo=True,
-            summary="Remove a server from the Raft configuration.",
-        ),
-        Path(
-            "storage/raft/snapshot(-force)?",
-            operations={Operation.READ: snapshot, Operation.UPDATE: restore},
-            fields={SNAPSHOT_FIELD: Field(FieldType.ANY, "The raw snapshot (request body).")},
-            sudo=True,
-            summary="Download a snapshot of the storage, or restore one (raw body).",
-        ),
-        Path(
-            "storage/raft/autopilot/state",
-            operations={Operation.READ: autopilot_state},
-            summary="Health of every Raft server as the leader sees it.",
-        ),
-    ]
+
+def _servers(cluster: Cluster, replica: Any, status: dict[str, Any]) -> dict[str, Any]:
+    """Autopilot's view of each server, by node id, as the leader sees it."""
+    commit = replica.committed_index()
+    peers = {peer["address"]: peer for peer in status.get("peers", [])}
+    now = time.monotonic()
+    servers: dict[str, Any] = {}
+    for member in replica.configuration():
+        peer = peers.get(member.address)
+        contact: float | None
+        if member.leader:
+            alive, last_index, contact = True, replica.applied_index(), 0.0
+        else:
+            alive = bool(peer and peer.get("connected"))
+            last_index = int((peer or {}).get("match_index") or 0)
+            seen = cluster.watcher.last_seen.get(member.address)
+            contact = None if seen is None else (0.0 if alive else now - seen)
+        healthy = alive and commit - last_index <= _MAX_TRAILING
+        servers[member.node_id] = {
+            "id": member.node_id,
+            "name": member.node_id,
+            "address": member.address,
+            "node_status": "alive" if alive else "left",
+            "last_contact": _seconds(contact),
+            "last_term": status.get("term", 0),
+            "last_index": last_index,
+            "healthy": healthy,
+            "status": "leader" if member.leader else "voter",
+            "version": VERSION,
+            "meta": {},
+        }
+    return servers
