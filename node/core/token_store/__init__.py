@@ -1,1 +1,1 @@
-"""The token auth method (``auth/token/``): create, look up, renew, revoke, roles."""
+"""The token store (``auth/token/``): the core's own auth method, one per namespace."""
