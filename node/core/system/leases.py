@@ -77,7 +77,7 @@ class LeasePaths:
                 sudo=True,
             ),
         ]
-        # The reference serves renew and revoke at ``sys/leases/...`` and, as before, ``sys/...``.
+        # The reference serves renew and revoke under ``sys/leases/`` and at the older ``sys/``.
         for base in ("leases/", ""):
             paths += [
                 Path(f"{base}renew", {Operation.UPDATE: self._renew}, _LEASE | _INCREMENT, _RENEW),
