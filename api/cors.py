@@ -15,7 +15,7 @@ from aiohttp import web
 
 from api.envelope import error_response
 from api.keys import CORE
-from node.engines.system.cors import ALLOWED_METHODS, CorsConfig, load_cors
+from node.core.system.cors import ALLOWED_METHODS, CorsConfig, load_cors
 
 __all__ = ["cors_middleware"]
 

@@ -19,7 +19,7 @@ from api.translate import client_token, header, read_json_body, read_raw_body
 from node.cluster.cluster import Cluster
 from node.cluster.membership import answer_membership
 from node.core.health import NodeRole, parse_health_query
-from node.engines.system.raft import SNAPSHOT_FIELD
+from node.core.system.raft import SNAPSHOT_FIELD
 from node.errors import (
     InvalidRequestError,
     MethodNotAllowedError,

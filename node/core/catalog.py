@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from node.auth.token.backend import TokenBackend
 from node.barrier.view import BarrierView
 from node.core.login import IdentityLink
+from node.core.system.backend import SystemBackend
 from node.core.system_view import CoreSystemView
+from node.core.token_store.backend import TokenBackend
 from node.engines.registry import factory_for
-from node.engines.system.backend import SystemBackend
 from node.identity.backend import IdentityBackend
 from node.identity.service import IdentityService
 from node.logical.backend import Backend, Factory

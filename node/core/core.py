@@ -25,9 +25,9 @@ from node.core.mount_table import MountTable, delete_prefix
 from node.core.pipeline import Pipeline
 from node.core.replicated import ReplicatedWrites
 from node.core.state import SealStatus
+from node.core.system.keys import make_root_generation
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
-from node.engines.system.keys import make_root_generation
 from node.errors import CofferError, ConflictError, InvalidRequestError, NotInitializedError
 from node.logical.request import Request
 from node.logical.response import Response

@@ -7,7 +7,7 @@ from the same table.
 
 from node.framework.backend import FrameworkBackend
 from node.framework.fields import Field, FieldData, FieldType, parse_duration
-from node.framework.path import Handler, Path
+from node.framework.path import Handler, Path, PathGroup
 
 __all__ = [
     "Field",
@@ -16,5 +16,6 @@ __all__ = [
     "FrameworkBackend",
     "Handler",
     "Path",
+    "PathGroup",
     "parse_duration",
 ]

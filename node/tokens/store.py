@@ -7,7 +7,7 @@ storage key or a file name in plaintext; ``accessor/<accessor>`` written by
 older versions is still read, and rewritten by ``migrate_accessors``);
 ``parent/<parent key>/<child key>`` (index of children, so revoking a parent
 finds them without a scan). Token roles live beside it, per namespace
-(``node.auth.token.roles``).
+(``node.core.token_store.roles``).
 
 Every request looks its token up, so decoded entries are memoised by storage
 key and reused only while the stored bytes are identical (``DecodeMemo``):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from node.engines.system.step_down import StepDownUnsupportedError
+from node.core.system.step_down import StepDownUnsupportedError
 from node.logical.request import Operation, Request
 from tests.api.helpers import dev_call as call
 from tests.api.helpers import token_with

@@ -79,7 +79,7 @@ def factory(config: BackendConfig) -> WritesOnRead:
 
 def register() -> None:
     """Add the type to the catalog (before the ``sys/auth`` paths copy the list)."""
-    assert "node.engines.system.mounts" not in sys.modules, "register before the server loads"
+    assert "node.core.system.mounts" not in sys.modules, "register before the server loads"
     types.PLUGGABLE[TYPE] = f"{__name__}:factory"
     types.AUTH_TYPES = (*types.AUTH_TYPES, TYPE)
 

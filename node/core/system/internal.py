@@ -44,7 +44,7 @@ from node.version import VERSION
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["internal_paths", "reachable"]
+__all__ = ["InternalPaths", "reachable"]
 
 #: Mounts whose path is fixed, so they keep it under ``generic_mount_paths``.
 _FIXED_MOUNTS = frozenset({"system", "identity"})
@@ -83,8 +83,33 @@ def reachable(acl: ACL, route_path: str, template: Template) -> bool:
     return any(acl.capabilities(candidate) != [DENY] for candidate in candidates)
 
 
-def internal_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
-    async def openapi(request: Request, data: FieldData) -> Response:
+_FIELDS = {
+    "generic_mount_paths": Field(
+        FieldType.BOOL,
+        "Use {<type>_mount_path} parameters in place of the mount paths.",
+        False,
+    ),
+}
+
+
+class InternalPaths:
+    def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
+        self._core = core
+        self._namespace = namespace
+
+    def paths(self) -> list[Path]:
+        return [
+            Path(
+                "internal/specs/openapi",
+                {Operation.READ: self._openapi},
+                _FIELDS,
+                "The OpenAPI document of every mount the caller can use.",
+                unauthenticated=True,
+            ),
+        ]
+
+    async def _openapi(self, request: Request, data: FieldData) -> Response:
+        core, namespace = self._core, self._namespace
         acl: ACL | None = None
         caller = await core.tokens.lookup(request.client_token) if request.client_token else None
         if caller is not None:
@@ -129,19 +154,3 @@ def internal_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
                         extra_parameters=extra,
                     )
         return Response(raw=builder.document())
-
-    return [
-        Path(
-            "internal/specs/openapi",
-            {Operation.READ: openapi},
-            {
-                "generic_mount_paths": Field(
-                    FieldType.BOOL,
-                    "Use {<type>_mount_path} parameters in place of the mount paths.",
-                    False,
-                ),
-            },
-            "The OpenAPI document of every mount the caller can use.",
-            unauthenticated=True,
-        ),
-    ]

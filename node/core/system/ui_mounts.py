@@ -20,7 +20,7 @@ from node.routing.mounts import MountEntry
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["can_reach_mount", "ui_mount_paths"]
+__all__ = ["UiMountPaths", "can_reach_mount"]
 
 
 def can_reach_mount(acl: ACL, route_path: str) -> bool:
@@ -52,16 +52,39 @@ def _describe(entry: MountEntry) -> dict[str, Any]:
     }
 
 
-def ui_mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
-    async def caller_acl(request: Request) -> ACL | None:
+class UiMountPaths:
+    def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
+        self._core = core
+        self._namespace = namespace
+
+    def paths(self) -> list[Path]:
+        return [
+            Path(
+                "internal/ui/mounts/?",
+                {Operation.READ: self._list},
+                {},
+                "Mounts the calling token can use.",
+                unauthenticated=True,
+            ),
+            Path(
+                r"internal/ui/mounts/(?P<path>.+)",
+                {Operation.READ: self._one},
+                {},
+                "The mount that serves a path (type, KV version).",
+                unauthenticated=True,
+            ),
+        ]
+
+    async def _caller_acl(self, request: Request) -> ACL | None:
+        core = self._core
         entry = await core.tokens.lookup(request.client_token) if request.client_token else None
         return await core.access.acl_for(entry) if entry else None
 
-    async def listing(request: Request, data: FieldData) -> Response:
-        acl = await caller_acl(request)
+    async def _list(self, request: Request, data: FieldData) -> Response:
+        acl = await self._caller_acl(request)
         shown: dict[str, dict[str, Any]] = {"secret": {}, "auth": {}}
-        for entry in core.router.entries():
-            if entry.namespace_id != namespace.id:
+        for entry in self._core.router.entries():
+            if entry.namespace_id != self._namespace.id:
                 continue
             unauth = entry.listing_visibility == "unauth"
             if acl is not None and (unauth or can_reach_mount(acl, entry.route_path)):
@@ -75,11 +98,12 @@ def ui_mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
                 }
         return Response(data=shown)
 
-    async def one(request: Request, data: FieldData) -> Response:
-        acl = await caller_acl(request)
+    async def _one(self, request: Request, data: FieldData) -> Response:
+        acl = await self._caller_acl(request)
         if acl is None:
             raise PermissionDeniedError()
-        route = core.router.match(namespace.path + data.get("path"))
+        namespace = self._namespace
+        route = self._core.router.match(namespace.path + data.get("path"))
         if route is None or route.mount.namespace_id != namespace.id:
             raise UnsupportedPathError()
         if not can_reach_mount(acl, route.mount.route_path):
@@ -87,20 +111,3 @@ def ui_mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
         body = _describe(route.mount)
         body["path"] = route.mount.route_path[len(namespace.path) :]
         return Response(data=body)
-
-    return [
-        Path(
-            "internal/ui/mounts/?",
-            {Operation.READ: listing},
-            {},
-            "Mounts the calling token can use.",
-            unauthenticated=True,
-        ),
-        Path(
-            r"internal/ui/mounts/(?P<path>.+)",
-            {Operation.READ: one},
-            {},
-            "The mount that serves a path (type, KV version).",
-            unauthenticated=True,
-        ),
-    ]

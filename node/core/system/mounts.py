@@ -17,7 +17,7 @@ from node.routing.mounts import MountEntry, new_mount, normalise_path
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["mount_paths"]
+__all__ = ["MountPaths"]
 
 _ENABLE_FIELDS = {
     "type": Field(FieldType.STRING, "Engine or method type, e.g. kv, kv-v2, userpass."),
@@ -141,105 +141,48 @@ def _tune_view(entry: MountEntry, core: Core) -> dict[str, Any]:
     return view
 
 
-def mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
-    def table_paths(table: str, prefix: str, types: tuple[str, ...]) -> list[Path]:
-        async def listing(request: Request, data: FieldData) -> Response:
-            shown = {e.path: e.describe() for e in core.mounts.entries(table, namespace)}
-            return Response(data=shown, top_level_data=True)
+_REMOUNT_FIELDS = {
+    "from": Field(FieldType.STRING, "Current mount path."),
+    "to": Field(FieldType.STRING, "New mount path."),
+}
+#: What ``sys/<table>/<path>/tune`` writes into the mount's config as given.
+_TUNED_CONFIG = ("default_lease_ttl", "max_lease_ttl", "force_no_cache", "listing_visibility")
 
-        async def read(request: Request, data: FieldData) -> Response:
-            return Response(data=core.mounts.find(table, data.get("path"), namespace).describe())
 
-        async def enable(request: Request, data: FieldData) -> None:
-            raw_config = data.get("config") or {}
-            type_ = _engine_type(data, raw_config)
-            if type_ not in types:
-                raise InvalidRequestError(f"plugin not found in the catalog: {type_}")
-            path = normalise_path(data.get("path"))
-            entry = new_mount(
-                path,
-                type_,
-                description=data.get("description"),
-                config=_config(raw_config, table),
-                options=_options(data.get("options") or {}, type_),
-                local=data.get("local"),
-                seal_wrap=data.get("seal_wrap"),
-                table=table,
-                namespace_id=namespace.id,
-                namespace_path=namespace.path,
-            )
-            await core.mounts.enable(entry)
+class MountPaths:
+    """``sys/mounts`` and ``sys/auth`` (one mount table each) and ``sys/remount``."""
 
-        async def disable(request: Request, data: FieldData) -> None:
-            await core.mounts.disable(table, data.get("path"), namespace)
+    def __init__(self, core: Core, namespace: Namespace = ROOT) -> None:
+        self._core = core
+        self._namespace = namespace
+        self._tables = (
+            _TablePaths(core, namespace, "secret", "mounts", ENGINE_TYPES),
+            _TablePaths(core, namespace, "auth", "auth", AUTH_TYPES),
+        )
+        # A move finishes before its response; the record lets Vault's CLI, which
+        # polls the status, see that (kept in memory, like the reference).
+        self._migrations: dict[str, dict[str, str]] = {}
 
-        async def read_tune(request: Request, data: FieldData) -> Response:
-            return Response(
-                data=_tune_view(core.mounts.find(table, data.get("path"), namespace), core),
-                top_level_data=True,
-            )
-
-        async def tune(request: Request, data: FieldData) -> None:
-            entry = core.mounts.find(table, data.get("path"), namespace)
-            config = dict(entry.config)
-            config.update(
-                _config(
-                    {
-                        k: data.get(k)
-                        for k in (
-                            "default_lease_ttl",
-                            "max_lease_ttl",
-                            "force_no_cache",
-                            "listing_visibility",
-                        )
-                        if data.given(k)
-                    }
-                )
-            )
-            if data.given("token_type"):
-                config["token_type"] = _token_type(data.get("token_type"), table, entry.type)
-            if (
-                config.get("max_lease_ttl")
-                and config.get("default_lease_ttl", 0) > config["max_lease_ttl"]
-            ):
-                raise InvalidRequestError("default_lease_ttl must not exceed max_lease_ttl")
-            changes: dict[str, Any] = {"config": config}
-            if data.given("description"):
-                changes["description"] = data.get("description")
-            if data.given("options"):
-                options = {**entry.options, **_options(data.get("options"), entry.type)}
-                if (
-                    entry.type in ENGINE_TYPES
-                    and options.get("version", "1") != entry.options.get("version", "1")
-                    and entry.type == "kv"
-                ):
-                    raise InvalidRequestError(
-                        "changing the kv version of an existing mount is not supported"
-                    )
-                changes["options"] = options
-            await core.mounts.tune(table, entry.path, namespace, **changes)
-
+    def paths(self) -> list[Path]:
         return [
-            # Listing needs no sudo, not even for auth methods: the reference's
-            # sudo rule is "auth/*", which does not cover the bare "auth".
-            Path(f"{prefix}/?", {Operation.READ: listing}, {}, f"List {table} mounts."),
+            *(row for table in self._tables for row in table.paths()),
             Path(
-                rf"{prefix}/(?P<path>.+?)/tune/?",
-                {Operation.READ: read_tune, Operation.UPDATE: tune},
-                _TUNE_FIELDS,
-                "Read or tune a mount's settings.",
-                sudo=table == "auth",
+                "remount",
+                {Operation.UPDATE: self._remount},
+                _REMOUNT_FIELDS,
+                "Move a mount to a new path.",
+                sudo=True,
             ),
             Path(
-                rf"{prefix}/(?P<path>.+)",
-                {Operation.READ: read, Operation.UPDATE: enable, Operation.DELETE: disable},
-                _ENABLE_FIELDS,
-                "Enable, read or disable a mount.",
-                sudo=table == "auth",
+                r"remount/status/(?P<migration_id>[^/]+)",
+                {Operation.READ: self._remount_status},
+                {},
+                "Status of a mount move.",
+                sudo=True,
             ),
         ]
 
-    async def remount(request: Request, data: FieldData) -> Response:
+    async def _remount(self, request: Request, data: FieldData) -> Response:
         source, target = data.get("from") or "", data.get("to") or ""
         if not source or not target:
             raise InvalidRequestError("both 'from' and 'to' are required")
@@ -249,45 +192,119 @@ def mount_paths(core: Core, namespace: Namespace = ROOT) -> list[Path]:
         table = "auth" if source_auth else "secret"
         if source_auth:
             source, target = source.removeprefix("auth/"), target.removeprefix("auth/")
-        original = core.mounts.find(table, source, namespace).path
-        moved = await core.mounts.remount(table, source, target, namespace)
+        mounts, namespace = self._core.mounts, self._namespace
+        original = mounts.find(table, source, namespace).path
+        moved = await mounts.remount(table, source, target, namespace)
         migration_id = str(uuid.uuid4())
         prefix = "auth/" if source_auth else ""
-        # A move here finishes before the response; the record lets Vault's
-        # CLI, which polls the status, see that (kept in memory, like the reference).
-        migrations[migration_id] = {
+        self._migrations[migration_id] = {
             "source_mount": prefix + original,
             "target_mount": prefix + moved.path,
             "status": "success",
         }
         return Response(data={"migration_id": migration_id}, top_level_data=True)
 
-    async def remount_status(request: Request, data: FieldData) -> Response:
-        info = migrations.get(data.get("migration_id"))
+    async def _remount_status(self, request: Request, data: FieldData) -> Response:
+        info = self._migrations.get(data.get("migration_id"))
         if info is None:
             raise UnsupportedPathError(f"no migration with id {data.get('migration_id')!r}")
         return Response(data={"migration_id": data.get("migration_id"), "migration_info": info})
 
-    migrations: dict[str, dict[str, str]] = {}
 
-    return [
-        *table_paths("secret", "mounts", ENGINE_TYPES),
-        *table_paths("auth", "auth", AUTH_TYPES),
-        Path(
-            "remount",
-            {Operation.UPDATE: remount},
-            {
-                "from": Field(FieldType.STRING, "Current mount path."),
-                "to": Field(FieldType.STRING, "New mount path."),
-            },
-            "Move a mount to a new path.",
-            sudo=True,
-        ),
-        Path(
-            r"remount/status/(?P<migration_id>[^/]+)",
-            {Operation.READ: remount_status},
-            {},
-            "Status of a mount move.",
-            sudo=True,
-        ),
-    ]
+class _TablePaths:
+    """List, enable, read, tune and disable the mounts of one table."""
+
+    def __init__(
+        self, core: Core, namespace: Namespace, table: str, prefix: str, types: tuple[str, ...]
+    ) -> None:
+        self._core = core
+        self._namespace = namespace
+        self._table = table
+        self._prefix = prefix
+        self._types = types
+
+    def paths(self) -> list[Path]:
+        prefix, table = self._prefix, self._table
+        return [
+            # Listing needs no sudo, not even for auth methods: the reference's
+            # sudo rule is "auth/*", which does not cover the bare "auth".
+            Path(f"{prefix}/?", {Operation.READ: self._list}, {}, f"List {table} mounts."),
+            Path(
+                rf"{prefix}/(?P<path>.+?)/tune/?",
+                {Operation.READ: self._read_tune, Operation.UPDATE: self._tune},
+                _TUNE_FIELDS,
+                "Read or tune a mount's settings.",
+                sudo=table == "auth",
+            ),
+            Path(
+                rf"{prefix}/(?P<path>.+)",
+                {
+                    Operation.READ: self._read,
+                    Operation.UPDATE: self._enable,
+                    Operation.DELETE: self._disable,
+                },
+                _ENABLE_FIELDS,
+                "Enable, read or disable a mount.",
+                sudo=table == "auth",
+            ),
+        ]
+
+    def _find(self, data: FieldData) -> MountEntry:
+        return self._core.mounts.find(self._table, data.get("path"), self._namespace)
+
+    async def _list(self, request: Request, data: FieldData) -> Response:
+        entries = self._core.mounts.entries(self._table, self._namespace)
+        return Response(data={e.path: e.describe() for e in entries}, top_level_data=True)
+
+    async def _read(self, request: Request, data: FieldData) -> Response:
+        return Response(data=self._find(data).describe())
+
+    async def _enable(self, request: Request, data: FieldData) -> None:
+        raw_config = data.get("config") or {}
+        type_ = _engine_type(data, raw_config)
+        if type_ not in self._types:
+            raise InvalidRequestError(f"plugin not found in the catalog: {type_}")
+        entry = new_mount(
+            normalise_path(data.get("path")),
+            type_,
+            description=data.get("description"),
+            config=_config(raw_config, self._table),
+            options=_options(data.get("options") or {}, type_),
+            local=data.get("local"),
+            seal_wrap=data.get("seal_wrap"),
+            table=self._table,
+            namespace_id=self._namespace.id,
+            namespace_path=self._namespace.path,
+        )
+        await self._core.mounts.enable(entry)
+
+    async def _disable(self, request: Request, data: FieldData) -> None:
+        await self._core.mounts.disable(self._table, data.get("path"), self._namespace)
+
+    async def _read_tune(self, request: Request, data: FieldData) -> Response:
+        return Response(data=_tune_view(self._find(data), self._core), top_level_data=True)
+
+    async def _tune(self, request: Request, data: FieldData) -> None:
+        entry = self._find(data)
+        config = dict(entry.config)
+        config.update(_config({k: data.get(k) for k in _TUNED_CONFIG if data.given(k)}))
+        if data.given("token_type"):
+            config["token_type"] = _token_type(data.get("token_type"), self._table, entry.type)
+        if (
+            config.get("max_lease_ttl")
+            and config.get("default_lease_ttl", 0) > config["max_lease_ttl"]
+        ):
+            raise InvalidRequestError("default_lease_ttl must not exceed max_lease_ttl")
+        changes: dict[str, Any] = {"config": config}
+        if data.given("description"):
+            changes["description"] = data.get("description")
+        if data.given("options"):
+            options = {**entry.options, **_options(data.get("options"), entry.type)}
+            if entry.type == "kv" and options.get("version", "1") != entry.options.get(
+                "version", "1"
+            ):
+                raise InvalidRequestError(
+                    "changing the kv version of an existing mount is not supported"
+                )
+            changes["options"] = options
+        await self._core.mounts.tune(self._table, entry.path, self._namespace, **changes)

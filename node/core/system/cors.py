@@ -24,7 +24,7 @@ __all__ = [
     "CORS_KEY",
     "STANDARD_HEADERS",
     "CorsConfig",
-    "cors_paths",
+    "CorsPaths",
     "load_cors",
 ]
 
@@ -100,11 +100,40 @@ def _headers(given: list[str]) -> list[str]:
     return chosen
 
 
-def cors_paths(core: Core) -> list[Path]:
-    async def read(request: Request, data: FieldData) -> Response:
-        return Response(data=(await load_cors(core)).public(), top_level_data=True)
+_FIELDS = {
+    "allowed_origins": Field(
+        FieldType.COMMA_STRING_LIST, "Origins allowed to make requests, or '*'."
+    ),
+    "allowed_headers": Field(
+        FieldType.COMMA_STRING_LIST, "Request headers allowed besides the standard."
+    ),
+    "enabled": Field(FieldType.BOOL, "Read only: whether CORS is on."),
+}
 
-    async def write(request: Request, data: FieldData) -> None:
+
+class CorsPaths:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def paths(self) -> list[Path]:
+        return [
+            Path(
+                "config/cors",
+                {
+                    Operation.READ: self._read,
+                    Operation.UPDATE: self._write,
+                    Operation.DELETE: self._delete,
+                },
+                _FIELDS,
+                "Cross-origin resource sharing for browser clients.",
+                sudo=True,
+            )
+        ]
+
+    async def _read(self, request: Request, data: FieldData) -> Response:
+        return Response(data=(await load_cors(self._core)).public(), top_level_data=True)
+
+    async def _write(self, request: Request, data: FieldData) -> None:
         origins = [o.strip() for o in data.get("allowed_origins") or [] if o.strip()]
         if not origins:
             raise InvalidRequestError("at least one origin or the wildcard must be provided")
@@ -116,7 +145,7 @@ def cors_paths(core: Core) -> list[Path]:
             if origin != "*" and any(c.isspace() or not c.isprintable() for c in origin):
                 raise InvalidRequestError(f"invalid origin in allowed_origins: {origin!r}")
         config = CorsConfig(True, origins, _headers(data.get("allowed_headers") or []))
-        await core.barrier.put(
+        await self._core.barrier.put(
             CORS_KEY,
             jsoncodec.dumps(
                 {
@@ -127,23 +156,5 @@ def cors_paths(core: Core) -> list[Path]:
             ),
         )
 
-    async def delete(request: Request, data: FieldData) -> None:
-        await core.barrier.delete(CORS_KEY)
-
-    return [
-        Path(
-            "config/cors",
-            {Operation.READ: read, Operation.UPDATE: write, Operation.DELETE: delete},
-            {
-                "allowed_origins": Field(
-                    FieldType.COMMA_STRING_LIST, "Origins allowed to make requests, or '*'."
-                ),
-                "allowed_headers": Field(
-                    FieldType.COMMA_STRING_LIST, "Request headers allowed besides the standard."
-                ),
-                "enabled": Field(FieldType.BOOL, "Read only: whether CORS is on."),
-            },
-            "Cross-origin resource sharing for browser clients.",
-            sudo=True,
-        )
-    ]
+    async def _delete(self, request: Request, data: FieldData) -> None:
+        await self._core.barrier.delete(CORS_KEY)

@@ -20,7 +20,7 @@ from node.logical.request import Operation, Request
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["StepDownUnsupportedError", "TransfersLeadership", "step_down_paths"]
+__all__ = ["StepDownPaths", "StepDownUnsupportedError", "TransfersLeadership"]
 
 log = logging.getLogger("coffer.cluster")
 
@@ -42,9 +42,23 @@ class StepDownUnsupportedError(CofferError):
         )
 
 
-def step_down_paths(core: Core) -> list[Path]:
-    async def step_down(request: Request, data: FieldData) -> None:
-        cluster = core.cluster
+class StepDownPaths:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def paths(self) -> list[Path]:
+        return [
+            Path(
+                "step-down",
+                {Operation.UPDATE: self._step_down},
+                {},
+                "Make the active node give up leadership.",
+                sudo=True,
+            )
+        ]
+
+    async def _step_down(self, request: Request, data: FieldData) -> None:
+        cluster = self._core.cluster
         if cluster is None or not cluster.is_active():
             return
         replica = cluster.replica
@@ -58,13 +72,3 @@ def step_down_paths(core: Core) -> list[Path]:
             raise StepDownUnsupportedError()
         log.info("stepping down", extra={"event": "cluster.step_down"})
         await replica.transfer_leadership()
-
-    return [
-        Path(
-            "step-down",
-            {Operation.UPDATE: step_down},
-            {},
-            "Make the active node give up leadership.",
-            sudo=True,
-        )
-    ]

@@ -16,7 +16,7 @@ from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 
-__all__ = ["TOKEN_TYPES", "RoleStore", "role_fields", "role_paths"]
+__all__ = ["TOKEN_TYPES", "RolePaths", "RoleStore"]
 
 TOKEN_TYPES = ("service", "batch", "default-service", "default-batch")
 
@@ -70,11 +70,14 @@ class RoleStore:
         return await self._view.list("roles/")
 
 
-def role_fields() -> dict[str, Field]:
+def _fields() -> dict[str, Field]:
     fields = {name: Field(t, desc) for name, (t, _, desc) in _ROLE_SCHEMA.items()}
     for legacy, current in _LEGACY.items():
         fields[legacy] = Field(_ROLE_SCHEMA[current][0], f"Legacy name of {current}.")
     return fields
+
+
+_FIELDS = _fields()
 
 
 def _public(role: dict[str, Any], name: str) -> dict[str, Any]:
@@ -98,58 +101,67 @@ def _cidrs(values: list[str]) -> list[str]:
     return blocks
 
 
-def role_paths(store: RoleStore, fields: dict[str, Field]) -> list[Path]:
-    async def read(request: Request, data: FieldData) -> Response:
-        role = await store.get(data.get("role_name"))
+class RolePaths:
+    def __init__(self, store: RoleStore) -> None:
+        self._store = store
+
+    def paths(self) -> list[Path]:
+        return [
+            Path("roles/?", {Operation.LIST: self._list}, {}, "List token roles."),
+            Path(
+                r"roles/(?P<role_name>[^/]+)",
+                {
+                    Operation.READ: self._read,
+                    Operation.UPDATE: self._write,
+                    Operation.DELETE: self._delete,
+                },
+                _FIELDS,
+                "Create, read, update or delete a token role.",
+            ),
+        ]
+
+    async def _read(self, request: Request, data: FieldData) -> Response:
+        role = await self._store.get(data.get("role_name"))
         if role is None:
             raise UnsupportedPathError()
         return Response(data=_public(role, data.get("role_name")))
 
-    async def write(request: Request, data: FieldData) -> None:
+    async def _write(self, request: Request, data: FieldData) -> None:
         name = data.get("role_name")
-        role = await store.get(name) or {}
-        for key, (_, default, _) in _ROLE_SCHEMA.items():
-            if data.given(key):
-                role[key] = data.get(key)
-            role.setdefault(key, default)
-        for legacy, current in _LEGACY.items():
-            if data.given(legacy) and not data.given(current):
-                role[current] = data.get(legacy)
-        if role["token_type"] not in TOKEN_TYPES:
-            raise InvalidRequestError(
-                f"invalid token_type {role['token_type']!r}: use one of {', '.join(TOKEN_TYPES)}"
-            )
-        if (
-            role["token_num_uses"] < 0
-            or role["token_period"] < 0
-            or role["token_explicit_max_ttl"] < 0
-        ):
-            raise InvalidRequestError(
-                "token_num_uses, token_period and token_explicit_max_ttl must not be negative"
-            )
-        role["token_bound_cidrs"] = _cidrs(role["token_bound_cidrs"])
-        role["allowed_policies"] = sorted({p.lower() for p in role["allowed_policies"]})
-        role["disallowed_policies"] = sorted({p.lower() for p in role["disallowed_policies"]})
-        # The creation code reads these names.
-        role["period"] = role["token_period"]
-        role["explicit_max_ttl"] = role["token_explicit_max_ttl"]
-        await store.put(name, role)
+        role = _updated(await self._store.get(name) or {}, data)
+        await self._store.put(name, role)
 
-    async def delete(request: Request, data: FieldData) -> None:
-        await store.delete(data.get("role_name"))
+    async def _delete(self, request: Request, data: FieldData) -> None:
+        await self._store.delete(data.get("role_name"))
 
-    async def listing(request: Request, data: FieldData) -> Response:
-        keys = await store.names()
+    async def _list(self, request: Request, data: FieldData) -> Response:
+        keys = await self._store.names()
         if not keys:
             raise UnsupportedPathError()
         return Response(data={"keys": keys})
 
-    return [
-        Path("roles/?", {Operation.LIST: listing}, {}, "List token roles."),
-        Path(
-            r"roles/(?P<role_name>[^/]+)",
-            {Operation.READ: read, Operation.UPDATE: write, Operation.DELETE: delete},
-            fields,
-            "Create, read, update or delete a token role.",
-        ),
-    ]
+
+def _updated(role: dict[str, Any], data: FieldData) -> dict[str, Any]:
+    """``role`` with the given fields applied (defaults for the rest), validated."""
+    for key, (_, default, _) in _ROLE_SCHEMA.items():
+        if data.given(key):
+            role[key] = data.get(key)
+        role.setdefault(key, default)
+    for legacy, current in _LEGACY.items():
+        if data.given(legacy) and not data.given(current):
+            role[current] = data.get(legacy)
+    if role["token_type"] not in TOKEN_TYPES:
+        raise InvalidRequestError(
+            f"invalid token_type {role['token_type']!r}: use one of {', '.join(TOKEN_TYPES)}"
+        )
+    if role["token_num_uses"] < 0 or role["token_period"] < 0 or role["token_explicit_max_ttl"] < 0:
+        raise InvalidRequestError(
+            "token_num_uses, token_period and token_explicit_max_ttl must not be negative"
+        )
+    role["token_bound_cidrs"] = _cidrs(role["token_bound_cidrs"])
+    role["allowed_policies"] = sorted({p.lower() for p in role["allowed_policies"]})
+    role["disallowed_policies"] = sorted({p.lower() for p in role["disallowed_policies"]})
+    # The creation code reads these names.
+    role["period"] = role["token_period"]
+    role["explicit_max_ttl"] = role["token_explicit_max_ttl"]
+    return role

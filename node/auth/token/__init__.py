@@ -1,1 +1,0 @@
-"""The token auth method (``auth/token/``): create, look up, renew, revoke, roles."""
