@@ -19,6 +19,7 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
+from node.audit import AUDIT_TABLE_KEY
 from node.barrier.barrier import KEYRING_PATH
 from node.barrier.view import BarrierView
 from node.cluster.ports import Changes
@@ -39,7 +40,7 @@ _POLICY = re.compile(_NS + r"sys/policy/policy/(?P<name>.+)$")
 _NAMESPACES = "sys/namespaces/"
 _TABLES = {"secret": "mounts", "auth": "auth"}
 
-#: What a reload does: ("all",), ("namespaces",), ("mounts", ns id) or ("keyring",).
+#: What a reload does: ("all",), ("namespaces",), ("mounts", ns id), ("keyring",) or ("audit",).
 Job = tuple[str, ...]
 
 
@@ -92,6 +93,8 @@ class Invalidator:
         core = self._core
         if key == KEYRING_PATH:
             return [("keyring",)]
+        if key == AUDIT_TABLE_KEY:
+            return [("audit",)]
         if key.startswith(_NAMESPACES):
             return [("namespaces",)]
         if match := _MOUNTS.match(key):
@@ -141,6 +144,8 @@ class Invalidator:
         kind = job[0]
         if kind == "keyring":
             await core.barrier.reload_keyring()
+        elif kind == "audit":
+            await core.audit.reload()
         elif kind == "mounts":
             namespace = core.namespaces.by_id(job[1])
             if namespace is not None:
@@ -153,6 +158,7 @@ class Invalidator:
                 invalidate = getattr(core.identity, "invalidate", None)
                 if invalidate is not None:
                     invalidate()
+                await core.audit.reload()
             await self._reload_namespaces()
             core.access.clear()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from node.audit.paths import audit_paths
 from node.engines.system.cors import cors_paths
 from node.engines.system.internal import internal_paths
 from node.engines.system.keys import key_paths
@@ -56,6 +57,7 @@ class SystemBackend(FrameworkBackend):
                 *cors_paths(core),
                 *lease_paths(core, namespace),
                 *step_down_paths(core),
+                *audit_paths(core.audit),
             ]
         )
 

@@ -1,0 +1,80 @@
+"""``sys/audit``, ``sys/audit/:path`` and ``sys/audit-hash/:path``, as framework paths.
+
+Listing, enabling and disabling need ``sudo`` (the reference's root paths);
+all three exist only in the root namespace, since devices are cluster-wide.
+"""
+
+from __future__ import annotations
+
+from node.audit.options import DEVICE_TYPES
+from node.audit.table import AuditTable
+from node.errors import InvalidRequestError
+from node.framework import Field, FieldData, FieldType, Path
+from node.logical.request import Operation, Request
+from node.logical.response import Response
+from node.namespaces.model import ROOT
+
+__all__ = ["audit_paths"]
+
+_ENABLE_FIELDS = {
+    "type": Field(FieldType.STRING, f"Device type: {', '.join(DEVICE_TYPES)}."),
+    "description": Field(FieldType.STRING, "Human-friendly description.", ""),
+    "options": Field(
+        FieldType.MAP,
+        "Device options: file_path, mode; address, socket_type, write_timeout; facility, tag; "
+        "and for every type format, prefix, hmac_accessor, log_raw, elide_list_responses.",
+    ),
+    "local": Field(FieldType.BOOL, "Not replicated to other clusters.", False),
+}
+
+
+def _root_only(request: Request) -> None:
+    if request.namespace_id != ROOT.id:
+        raise InvalidRequestError("operation unavailable in namespaces")
+
+
+def audit_paths(audit: AuditTable) -> list[Path]:
+    async def listing(request: Request, data: FieldData) -> Response:
+        _root_only(request)
+        devices = {c.path: c.describe() for c in audit.configs()}
+        return Response(data=devices, top_level_data=True)
+
+    async def enable(request: Request, data: FieldData) -> None:
+        _root_only(request)
+        if not data.get("type"):
+            raise InvalidRequestError("'type' is required")
+        await audit.enable(
+            data.get("path"),
+            data.get("type"),
+            data.get("description"),
+            data.get("options") or {},
+            data.get("local"),
+        )
+
+    async def disable(request: Request, data: FieldData) -> None:
+        _root_only(request)
+        await audit.disable(data.get("path"))
+
+    async def hash_input(request: Request, data: FieldData) -> Response:
+        _root_only(request)
+        return Response(data={"hash": audit.hash(data.get("path"), data.get("input"))})
+
+    return [
+        Path("audit", {Operation.READ: listing}, {}, "List the enabled audit devices.", sudo=True),
+        Path(
+            "audit/(?P<path>.+)",
+            {Operation.UPDATE: enable, Operation.DELETE: disable},
+            {"path": Field(FieldType.STRING, "Where the device is enabled."), **_ENABLE_FIELDS},
+            "Enable or disable an audit device.",
+            sudo=True,
+        ),
+        Path(
+            "audit-hash/(?P<path>.+)",
+            {Operation.UPDATE: hash_input},
+            {
+                "path": Field(FieldType.STRING, "The audit device whose salt to use."),
+                "input": Field(FieldType.STRING, "The value to hash.", required=True),
+            },
+            "The HMAC a device writes for a value, to find it in the audit log.",
+        ),
+    ]
