@@ -68,8 +68,14 @@ def parse_line(line: str | bytes, prefix: str = "") -> AuditLine:
 
 
 def parse_log(text: str, prefix: str = "") -> Iterator[AuditLine]:
-    """Every line of a log file; the first bad one raises (with its line number)."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    """Every line of a log file; the first bad one raises (with its line number).
+
+    Lines end at ``\n`` only: JSON leaves U+0085 and U+2028 unescaped, which
+    ``str.splitlines`` would take for line ends.
+    """
+    if not text:
+        return
+    for number, line in enumerate(text.removesuffix("\n").split("\n"), start=1):
         try:
             yield parse_line(line, prefix)
         except AuditLineError as exc:
