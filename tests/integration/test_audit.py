@@ -10,22 +10,21 @@ is scanned for plaintext secrets and tokens.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import signal
 import socket
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chaos.launch import coffer_command
 from node.audit.lines import AuditLine, parse_log
-from tests.integration.conftest import CofferFactory, ServerProcess, coffer_command, no_proxy_env
+from tests.integration.conftest import CofferFactory, ServerProcess, no_proxy_env
+from tests.support.line_listener import listening
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -262,55 +261,6 @@ def _wait_for_status(
             assert reply.status == status, reply
             return reply
         time.sleep(0.05)
-
-
-class LineListener:
-    """A TCP listener on loopback collecting the lines it receives; ``stop`` makes it gone."""
-
-    def __init__(self, port: int = 0) -> None:
-        self.lines: list[bytes] = []
-        self._sock = socket.create_server(("127.0.0.1", port), reuse_port=False)
-        self.port = self._sock.getsockname()[1]
-        self._conns: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            self._conns.append(conn)
-            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
-
-    def _read(self, conn: socket.socket) -> None:
-        buffer = b""
-        with contextlib.suppress(OSError):
-            while chunk := conn.recv(65536):
-                buffer += chunk
-                *done, buffer = buffer.split(b"\n")
-                self.lines.extend(done)
-
-    def stop(self) -> None:
-        # shutdown first: a close alone leaves the socket listening while accept() blocks on it
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-        self._sock.close()
-        for conn in self._conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-            conn.close()
-        self._thread.join(5)
-
-
-@contextlib.contextmanager
-def listening(port: int = 0) -> Iterator[LineListener]:
-    listener = LineListener(port)
-    try:
-        yield listener
-    finally:
-        listener.stop()
 
 
 def test_fail_closed_with_a_socket_whose_listener_is_gone(coffer: CofferFactory) -> None:
