@@ -60,6 +60,10 @@ class AuditTable:
             return NULL_TRAIL
         return AuditTrail(self.broker, request, self._identity_policies)
 
+    async def log_refused(self, request: Request, error: Exception) -> None:
+        """A request refused before the pipeline (no live token): its two entries."""
+        await self.trail(request).failed(error)
+
     def hash(self, path: str, value: str) -> str:
         device = self.broker.devices.get(normalise_path(path))
         if device is None:

@@ -93,6 +93,9 @@ def test_login_read_and_denied_lines(coffer: CofferFactory, tmp_path: Path) -> N
     assert read["data"]["data"] == {"api_key": SECRET}
     denied = server.request("GET", "/v1/secret/data/app", token=alice)
     assert denied.status == 403, denied
+    bogus = "not-a-token-" + secrets.token_hex(4)
+    refused = server.request("PUT", "/v1/secret/data/app", {"data": {"x": SECRET}}, token=bogus)
+    assert refused.status == 403, refused
 
     hashed = {v: _hash(server, root, "file", v) for v in (PASSWORD, SECRET, alice, root)}
     lines = _lines(log_path)
@@ -147,10 +150,21 @@ def test_login_read_and_denied_lines(coffer: CofferFactory, tmp_path: Path) -> N
     assert denied_response.error == "permission denied"
     assert denied_response.response == {}
 
+    # Refused before routing (no live token): both entries, without the unread body.
+    hashed_bogus = _hash(server, root, "file", bogus)
+    bogus_lines = [line for line in lines if line.request.get("client_token") == hashed_bogus]
+    assert [(line.type, line.error) for line in bogus_lines] == [
+        ("request", "permission denied"),
+        ("response", "permission denied"),
+    ]
+    assert bogus_lines[0].auth == {} and "data" not in bogus_lines[0].request
+    assert bogus_lines[0].request["path"] == "secret/data/app"
+    assert bogus_lines[0].request["operation"] == "update"
+
     # No secret, password, token or accessor in plaintext anywhere in the file.
     text = log_path.read_text(encoding="utf-8")
     root_accessor = _ok(server, "GET", "/v1/auth/token/lookup-self", token=root)["data"]["accessor"]
-    for plain in (PASSWORD, SECRET, alice, root, alice_accessor, root_accessor):
+    for plain in (PASSWORD, SECRET, alice, root, alice_accessor, root_accessor, bogus):
         assert plain not in text
 
     disabled = _cli(server, root, "audit", "disable", "file")
