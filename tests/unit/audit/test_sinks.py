@@ -153,3 +153,45 @@ async def test_broker_needs_one_device_to_record(tmp_path: Path) -> None:
     assert [line.type for line in parse_log(broken.read_text())] == ["response"]
     for device in broker.devices.values():
         await device.sink.close()
+
+
+async def test_socket_sink_over_a_unix_stream_socket(tmp_path: Path) -> None:
+    received: list[bytes] = []
+
+    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.readline())
+        writer.close()
+
+    address = str(tmp_path / "audit.sock")
+    server = await asyncio.start_unix_server(on_client, address)
+    sink = SocketSink(address, "unix", 1.0)
+    try:
+        await sink.write(b"over unix\n")
+        await _until(lambda: received == [b"over unix\n"])
+    finally:
+        await sink.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_socket_sink_over_udp() -> None:
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.setblocking(False)
+    port = receiver.getsockname()[1]
+    try:
+        sink = SocketSink(f"127.0.0.1:{port}", "udp", 1.0)
+        await sink.write(b"one datagram\n")
+        loop = asyncio.get_running_loop()
+        assert await asyncio.wait_for(loop.sock_recv(receiver, 4096), 5) == b"one datagram\n"
+        await sink.close()
+    finally:
+        receiver.close()
+
+
+async def test_stdout_gets_the_lines(capfd: pytest.CaptureFixture[str]) -> None:
+    sink = FileSink("stdout")
+    await sink.check()
+    await sink.write(b'{"type":"request"}\n')
+    await sink.close()
+    assert capfd.readouterr().out == '{"type":"request"}\n'
