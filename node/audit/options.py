@@ -74,7 +74,7 @@ def check_options(type_: str, raw: dict[str, Any]) -> dict[str, str]:
     unknown = sorted(set(options) - _COMMON - _BY_TYPE[type_])
     if unknown:
         raise InvalidRequestError(f"unknown options for a {type_} audit device: {unknown}")
-    if options.get("format", "json") not in _FORMATS:
+    if (options.get("format") or "json") not in _FORMATS:
         raise InvalidRequestError(f"unknown format {options['format']!r}: use json or jsonx")
     FormatOptions.from_options(options)  # the booleans parse
     if type_ == "file":
@@ -91,11 +91,15 @@ def check_options(type_: str, raw: dict[str, Any]) -> dict[str, str]:
     elif type_ == "socket":
         if not options.get("address"):
             raise InvalidRequestError("address is required")
-        if options.get("socket_type", "tcp") not in _SOCKET_TYPES:
+        socket_type = options.get("socket_type") or "tcp"
+        if socket_type not in _SOCKET_TYPES:
             raise InvalidRequestError("socket_type must be tcp, udp or unix")
+        port = options["address"].rpartition(":")[2]
+        if socket_type != "unix" and not (port.isdigit() and 0 < int(port) < 65536):
+            raise InvalidRequestError("address must be host:port for a tcp or udp socket")
         timeout = options.get("write_timeout")
         if timeout and parse_duration(timeout, "write_timeout") <= 0:
             raise InvalidRequestError("write_timeout must be positive")
-    elif options.get("facility", "AUTH").lower() not in SysLogHandler.facility_names:
+    elif (options.get("facility") or "AUTH").lower() not in SysLogHandler.facility_names:
         raise InvalidRequestError(f"unknown syslog facility {options['facility']!r}")
     return options

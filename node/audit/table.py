@@ -93,7 +93,8 @@ class AuditTable:
             salt=new_salt(),
         )
         async with self._lock:
-            for other in await self._stored():
+            stored = await self._stored()
+            for other in stored:
                 if other.path.startswith(path) or path.startswith(other.path):
                     raise InvalidRequestError(f"path already in use: {other.path}")
             device = AuditDevice(config)
@@ -105,7 +106,7 @@ class AuditTable:
                     f"for writing: {exc.strerror or type(exc).__name__}"
                 ) from None
             try:
-                await self._save([*await self._stored(), config])
+                await self._save([*stored, config])
             except BaseException:
                 await _close(device)  # e.g. a standby, whose write goes to the active node
                 raise

@@ -211,6 +211,7 @@ def test_enable_needs_sudo_and_checks_options(coffer: CofferFactory, tmp_path: P
         ({"type": "file", "options": {"file_path": "x", "colour": "red"}}, "unknown options"),
         ({"type": "file", "options": {"file_path": "x", "log_raw": "maybe"}}, "log_raw"),
         ({"type": "socket", "options": {"address": "x:1", "socket_type": "sctp"}}, "socket_type"),
+        ({"type": "socket", "options": {"address": "nowhere"}}, "host:port"),
         ({"type": "syslog", "options": {"facility": "NOPE"}}, "facility"),
         ({"type": "file", "options": {"file_path": str(tmp_path / "no" / "dir.log")}}, "sanity"),
     ):
