@@ -57,7 +57,9 @@ def audit_paths(audit: AuditTable) -> list[Path]:
 
     async def hash_input(request: Request, data: FieldData) -> Response:
         _root_only(request)
-        return Response(data={"hash": audit.hash(data.get("path"), data.get("input"))})
+        # Top level as the reference's documentation shows it, and in ``data`` as clients read it.
+        hashed = audit.hash(data.get("path"), data.get("input"))
+        return Response(data={"hash": hashed}, top_level_data=True)
 
     return [
         Path("audit", {Operation.READ: listing}, {}, "List the enabled audit devices.", sudo=True),

@@ -48,6 +48,7 @@ def _ok(server: ServerProcess, method: str, path: str, body: Any = None, token: 
 def _hash(server: ServerProcess, root: str, device: str, value: str) -> str:
     reply = _ok(server, "POST", f"/v1/sys/audit-hash/{device}", {"input": value}, root)
     digest: str = reply["data"]["hash"]
+    assert reply["hash"] == digest
     assert digest.startswith("hmac-sha256:") and len(digest) == 12 + 64
     return digest
 
