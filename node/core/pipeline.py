@@ -1,9 +1,10 @@
 """The request pipeline, in one place and in order.
 
 sealed check → namespace (header + path) → route to mount → help → token →
-namespace reach → existence check (create or update) → ACL (and sudo) → use
-count → audit the request → backend → login completion → last-use revocation →
-response wrapping → audit the response (or the error).
+namespace reach → existence check (create or update) → ACL (and sudo) → audit
+the request (``node.audit``: refused if no device records it) → use count →
+backend → login completion → last-use revocation → response wrapping → audit
+the response (or the error, denials included).
 
 On a standby the whole request runs read-only (``node.barrier.readonly``): a
 write it tries is refused by storage, nothing is applied here, and the
