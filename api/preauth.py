@@ -16,9 +16,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.keys import CORE
+from api.middleware import REQUEST_ID
 from api.translate import BODY_LIMIT, client_token, header
 from node.errors import CofferError, PermissionDeniedError
-from node.logical.request import Operation
+from node.logical.request import Operation, Request
 
 __all__ = ["authenticate_early"]
 
@@ -29,7 +30,23 @@ _UNWRAP_PATHS = frozenset({"sys/wrapping/unwrap", "sys/wrapping/rewrap"})
 
 async def authenticate_early(request: web.Request, path: str, operation: Operation) -> None:
     """Raise ``403`` for a request no unauthenticated caller may make; else note how
-    large a body it may send."""
+    large a body it may send. A refusal is audited (without the unread body)."""
+    try:
+        await _authenticate_early(request, path, operation)
+    except PermissionDeniedError as denied:
+        refused = Request(
+            operation,
+            path,
+            id=request.get(REQUEST_ID, ""),
+            client_token=client_token(request),
+            namespace=header(request, "Namespace").strip("/"),
+            remote_addr=request.remote or "",
+        )
+        await request.app[CORE].audit.log_refused(refused, denied)
+        raise
+
+
+async def _authenticate_early(request: web.Request, path: str, operation: Operation) -> None:
     core = request.app[CORE]
     if core.sealed:
         return  # the pipeline answers 503; nothing is routed while sealed

@@ -176,8 +176,8 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        if reloaders:
-            loop.add_signal_handler(signal.SIGHUP, lambda: [r.reload() for r in reloaders])
+        # SIGHUP: reload TLS certificates, and reopen audit files (log rotation).
+        loop.add_signal_handler(signal.SIGHUP, _on_sighup, reloaders, core)
         for listener in config.listeners:
             log.info(
                 "listening",
@@ -233,6 +233,12 @@ async def _auto_unsealer(core: Core, fatal: list[CofferError]) -> AutoUnsealer |
             extra={"event": "seal.hsm_unavailable", "error": "; ".join(exc.messages)},
         )
     return AutoUnsealer(core)
+
+
+def _on_sighup(reloaders: list[CertificateReloader], core: Core) -> None:
+    for reloader in reloaders:
+        reloader.reload()
+    core.audit.reopen()
 
 
 def _reloader(listener: ListenerConfig) -> CertificateReloader | None:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from cli import generic, kv, lease, login, mounts, operator, policy, status, token
+from cli import audit, generic, kv, lease, login, mounts, operator, policy, status, token
 from cli.common import print_field, print_secret
 from cli.context import Context, WrappedResponse
 from cli.errors import EXIT_OK, EXIT_USAGE, CliError
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     generic.register(commands, parents)
     kv.register(commands, parents)
     mounts.register(commands, parents)
+    audit.register(commands, parents)
     policy.register(commands, parents)
     token.register(commands, parents)
     lease.register(commands, parents)

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from node.audit import AuditTable
 from node.barrier.barrier import Barrier
 from node.barrier.cache import DEFAULT_CACHE_SIZE
 from node.barrier.view import BarrierView
@@ -116,6 +117,7 @@ class Core:
         self.mounts = MountTable(self)
         #: Where writes applied by replication (Raft today) enter the core.
         self.replicated = ReplicatedWrites(self)
+        self.audit = AuditTable(BarrierView(self.barrier, ""), self._identity_policies)
         self.metrics = Metrics()
         cache = self.barrier.cache
         self.metrics.watch_cache(lambda: (cache.hits, cache.misses, len(cache)))
@@ -211,6 +213,7 @@ class Core:
         # Decrypted identity data must not outlive the seal; unseal re-registers stores.
         self.identity = None
         await self.mounts.unload_all()
+        await self.audit.clear()
         self.namespaces.clear()
         self.tokens.forget_cached_salt()
         self.lifecycle.seal_barrier()
@@ -243,6 +246,7 @@ class Core:
         self.cluster_name, self.cluster_id = cluster["name"], cluster["id"]
         await self.namespaces.load()
         await self.mounts.load()
+        await self.audit.reload()
         for namespace in self.namespaces.all():
             await self.policy_store(namespace.id).ensure_default()
         if self.cluster is None:
@@ -302,6 +306,13 @@ class Core:
             route = self.router.match(mount.route_path) if mount.type == "cubbyhole" else None
             if route is not None and isinstance(route.backend, CubbyholeBackend):
                 await route.backend.destroy(entry.cubbyhole_id)
+
+    async def _identity_policies(self, entry: TokenEntry) -> list[str]:
+        """The entity's identity policies, for a token's audit entries."""
+        if self.identity is None:
+            return []
+        found = await self.identity.policies_for(entry.entity_id, entry.namespace_id)
+        return list(found.identity_policies)
 
     async def describe_token(self, entry: TokenEntry, token_id: str) -> dict[str, Any]:
         """A token lookup's ``data``, with its namespace and live identity policies."""

@@ -1,8 +1,10 @@
 """The request pipeline, in one place and in order.
 
 sealed check → namespace (header + path) → route to mount → help → token →
-namespace reach → existence check (create or update) → ACL (and sudo) → use
-count → backend → login completion → last-use revocation → response wrapping.
+namespace reach → existence check (create or update) → ACL (and sudo) → audit
+the request (``node.audit``: refused if no device records it) → use count →
+backend → login completion → last-use revocation → response wrapping → audit
+the response (or the error, denials included).
 
 On a standby the whole request runs read-only (``node.barrier.readonly``): a
 write it tries is refused by storage, nothing is applied here, and the
@@ -31,6 +33,7 @@ from node.logical.response import Response
 from node.tokens.entry import TokenEntry
 
 if TYPE_CHECKING:
+    from node.audit import Trail
     from node.core.core import Core
     from node.namespaces.model import Namespace
     from node.routing.router import RouteMatch
@@ -106,11 +109,23 @@ class Pipeline:
         self._core = core
 
     async def handle(self, request: Request) -> Response:
+        # Audit: the request is logged once authorised (``_handle``), its
+        # response or error here; with devices enabled and none recording, refused.
+        trail = self._core.audit.trail(request)
+        try:
+            response = await self._handle_here(request, trail)
+        except Exception as error:
+            await trail.failed(error)
+            raise
+        await trail.responded(response)
+        return response
+
+    async def _handle_here(self, request: Request, trail: Trail) -> Response:
         if not self._core.is_standby:
-            return await self._handle(request)
+            return await self._handle(request, trail)
         with read_only() as scope:
             try:
-                response = await self._handle(request)
+                response = await self._handle(request, trail)
             except Exception:
                 # Whatever the refusal became on its way up (or if it was
                 # swallowed, below): the request wrote, the active node answers.
@@ -121,7 +136,7 @@ class Pipeline:
             raise PleaseForwardError()
         return response
 
-    async def _handle(self, request: Request) -> Response:
+    async def _handle(self, request: Request, trail: Trail) -> Response:
         core = self._core
         if core.sealed:
             raise SealedError()
@@ -132,6 +147,7 @@ class Pipeline:
         route = core.router.match(absolute)
         if route is None or route.mount.namespace_id != namespace.id:
             raise UnsupportedPathError(f"no handler for route {relative!r}; route entry not found")
+        trail.at(namespace, relative, route.mount)
         backend = route.backend
         operation = request.operation
         if operation is Operation.HELP:
@@ -144,6 +160,7 @@ class Pipeline:
             entry = await self._authenticate(request, namespace.id, relative)
         elif request.client_token:
             entry = await core.tokens.lookup(request.client_token)
+        trail.caller(entry)
         auth = request_auth(entry) if entry is not None else None
         if operation is Operation.UPDATE:
             probe = _routed(request, route, namespace, operation, auth, False)
@@ -155,6 +172,10 @@ class Pipeline:
             has_sudo = await self._authorize(
                 entry, operation, absolute, request, backend.needs_sudo(route.relative_path)
             )
+        # Authorised, and nothing done yet (not even a token use): fail closed here.
+        await trail.log_request(operation)
+        if not unauthenticated:
+            assert entry is not None
             try:
                 entry = await core.tokens.use(entry)
             except PermissionDeniedError:

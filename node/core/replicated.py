@@ -25,6 +25,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Protocol
 
+from node.audit import AUDIT_TABLE_KEY
 from node.barrier.barrier import KEYRING_PATH
 from node.namespaces.model import ROOT
 
@@ -38,7 +39,7 @@ log = logging.getLogger("coffer.core.replicated")
 _POLICY = re.compile(r"(?:namespaces/(?P<ns>[^/]+)/)?sys/policy/policy/(?P<name>.+)$")
 _NAMESPACES = "sys/namespaces/"
 
-#: What a reload does: ("all",), ("namespaces",), ("mounts", ns id) or ("keyring",).
+#: What a reload does: ("all",), ("namespaces",), ("mounts", ns id), ("keyring",) or ("audit",).
 Job = tuple[str, ...]
 
 
@@ -106,6 +107,8 @@ class ReplicatedWrites:
         core = self._core
         if key == KEYRING_PATH:
             return [("keyring",)]
+        if key == AUDIT_TABLE_KEY:
+            return [("audit",)]
         if key.startswith(_NAMESPACES):
             return [("namespaces",)]
         if (namespace_id := core.mounts.table_owner(key)) is not None:
@@ -150,6 +153,8 @@ class ReplicatedWrites:
         kind = job[0]
         if kind == "keyring":
             await core.barrier.reload_keyring()
+        elif kind == "audit":
+            await core.audit.reload()
         elif kind == "mounts":
             namespace = core.namespaces.by_id(job[1])
             if namespace is not None:
@@ -160,6 +165,7 @@ class ReplicatedWrites:
                 for namespace in core.namespaces.all():
                     core.policy_store(namespace.id).invalidate()
                 core.mounts.invalidate_all()
+                await core.audit.reload()
             await self._reload_namespaces()
             core.access.clear()
 

@@ -55,6 +55,9 @@ RUN_ENDERS = {
     ("POST", "/sys/step-down"),
     ("POST", "/sys/leases/revoke-prefix/{prefix}"),
     ("POST", "/sys/leases/revoke-force/{prefix}"),
+    # An audit device with generated options records nothing, and then every request is
+    # refused (fail closed): tested in tests/integration/test_audit.py.
+    ("POST", "/sys/audit/{path}"),
 }
 
 
@@ -180,7 +183,7 @@ def send(
 def test_run_enders_refuse_anonymous_and_malformed_calls(
     server: ServerProcess, method: str, path: str, body: Any
 ) -> None:
-    concrete = path.replace("{prefix}", "auth/token")
+    concrete = path.replace("{prefix}", "auth/token").replace("{path}", "fuzz")
     status, reply = send(server, method, concrete, body, token=None)
     assert 400 <= status < 500, (status, reply)
     assert isinstance(reply["errors"], list)

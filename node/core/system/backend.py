@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from node.audit.paths import AuditPaths
 from node.core.system.cors import CorsPaths
 from node.core.system.internal import InternalPaths
 from node.core.system.keys import KeyPaths
@@ -62,6 +63,7 @@ class SystemBackend(FrameworkBackend):
             CorsPaths(core),
             LeasePaths(core, namespace),
             StepDownPaths(core),
+            AuditPaths(core.audit),
         ]
         super().__init__([row for group in groups for row in group.paths()])
 
