@@ -19,7 +19,16 @@ body come back unchanged.
 * **Read-your-writes.** The active node returns its applied Raft index in
   ``X-Coffer-Index`` (and as a state in ``X-Vault-Index``, see
   ``api.consistency``); a standby that relayed a write waits until its own
-  replica and caches have applied it before answering.
+  replica and caches have applied it before answering, but no longer than it
+  serves local reads at all: a standby that is stale or not caught up (cut
+  off, catching up after a heal) answers at once. It then *owes* that index:
+  it forwards its reads until its replica has applied it, so the client
+  still reads its write, and a cut-off standby does not hold writers.
+* **A replaced active node.** A request relayed to an active node that
+  stops answering (frozen, cut off) is abandoned once this node learns of
+  another active node: a read is relayed again to the new one; a write is
+  answered 503 (it may or may not have been applied, so only the client may
+  retry it).
 * **Staleness.** A performance standby that lost the leader or lags it past
   its bounds (``node.cluster.staleness``) forwards its reads, or answers 503
   "not caught up" when there is no active node to forward to.
@@ -39,8 +48,8 @@ import contextlib
 import logging
 import re
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -68,6 +77,7 @@ from node.cluster.errors import (
 )
 from node.cluster.relay import Relayed, RelayRefusedError, body_digest, sign_relayed
 from node.cluster.role import HAState
+from node.cluster.staleness import LEADER_LOST
 from node.core.core import Core
 from node.errors import CofferError
 from node.outbound import DEFAULT_TIMEOUT, HttpClient, HttpReply
@@ -108,10 +118,18 @@ _ACTIVE_ONLY = re.compile(r"^/v1/sys/storage/raft/")
 _READ_METHODS = frozenset({"GET", "HEAD", "LIST", "HELP"})
 _ATTEMPTS = 4
 _WAIT_FOR_INDEX = 5.0
+#: How often a relayed request's wait looks at this node's role (leader changes,
+#: staleness): about a Raft heartbeat, small beside an election.
+_RECHECK = 0.1
+#: A write abandoned on an active node that was replaced while it held it.
+REPLACED = (
+    "the active node changed while it held this request; it may or may not have been applied: retry"
+)
 #: Bodies at least this large are hashed off the event loop.
 _HASH_OFF_LOOP = 1 << 20
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_T = TypeVar("_T")
 
 
 def _session_for(context: ssl.SSLContext) -> aiohttp.ClientSession:
@@ -164,6 +182,9 @@ class Forwarder:
         self._extra_ca: list[str] = []
         self._session: aiohttp.ClientSession | None = None
         self._retired: list[aiohttp.ClientSession] = []
+        #: The highest index of a relayed write this replica had not applied when
+        #: its reply left (0: none): local reads wait for it (read-your-writes).
+        self._owed = 0
 
     def pinned(self, ca_pem: str) -> HttpClient:
         """A client trusting ``ca_pem`` too, for one join's calls (the caller closes it)."""
@@ -206,15 +227,24 @@ class Forwarder:
             await self._session.close()
             self._session = None
 
+    async def owes(self, cluster: Cluster) -> bool:
+        """True while a write this node relayed may be missing from its replica
+        (its local reads must be forwarded until then)."""
+        if self._owed and await _reached(cluster, self._owed, 0.0):
+            self._owed = 0
+        return self._owed > 0
+
     async def forward(
         self, request: web.Request, cluster: Cluster, state: HAState, *, writes: bool = False
     ) -> web.StreamResponse:
-        """Relay ``request`` to the active node (retrying only what was never sent);
-        ``writes``: a read whose handler writes, so read-your-writes applies too."""
+        """Relay ``request`` to the active node (retrying only what was never sent,
+        and reads); ``writes``: a read whose handler writes, so read-your-writes
+        applies too."""
         body = await request.read()
         relayed = await relayed_fields(request, request.remote or "", body)
         key = cluster.forward_key
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        writing = writes or request.method not in _READ_METHODS
         for attempt in range(_ATTEMPTS):
             if not state.leader_api_addr:
                 raise NoActiveNodeError()
@@ -223,27 +253,73 @@ class Forwarder:
                 headers[FORWARDED_SIG] = sign_relayed(key, relayed)
             url = URL(state.leader_api_addr.rstrip("/") + request.raw_path, encoded=True)
             try:
-                async with self._get_session().request(
-                    request.method, url, headers=headers, data=body, allow_redirects=False
-                ) as reply:
-                    payload = await reply.read()
-                    if reply.headers.get(NOT_ACTIVE) and attempt < _ATTEMPTS - 1:
-                        state = await _next_state(cluster, state)
-                        continue
-                    if writes or request.method not in _READ_METHODS:
-                        await _catch_up(cluster, reply.headers.get(INDEX_HEADER, ""))
-                    back = {k: v for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP}
-                    return web.Response(status=reply.status, body=payload, headers=back)
+                sent = await _unless_replaced(
+                    self._send(request.method, url, headers, body), cluster, state
+                )
             except aiohttp.ClientConnectorError:
                 if attempt == _ATTEMPTS - 1:
                     break
                 state = await _next_state(cluster, state)  # nothing was sent: safe to retry
+                continue
             except (aiohttp.ClientError, TimeoutError) as exc:
                 log.warning(
                     "forwarding failed", extra={"event": "forward.failed", "error": repr(exc)}
                 )
                 return error_response(502, [f"forwarding to the active node failed: {exc!r}"])
+            if isinstance(sent, HAState):  # the active node was replaced while holding it
+                log.warning(
+                    "the active node was replaced while it held a relayed request",
+                    extra={"event": "forward.replaced", "write": writing},
+                )
+                if writing or attempt == _ATTEMPTS - 1:
+                    return error_response(503, [REPLACED])
+                state = sent  # a read: nothing changes by asking the new active node
+                continue
+            status, reply_headers, payload = sent
+            if reply_headers.get(NOT_ACTIVE) and attempt < _ATTEMPTS - 1:
+                state = await _next_state(cluster, state)
+                continue
+            if writing:
+                await self._catch_up(cluster, reply_headers.get(INDEX_HEADER, ""))
+            back = {k: v for k, v in reply_headers.items() if k.lower() not in _HOP_BY_HOP}
+            return web.Response(status=status, body=payload, headers=back)
         return error_response(503, ["no active node"])
+
+    async def _send(
+        self, method: str, url: URL, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        async with self._get_session().request(
+            method, url, headers=headers, data=body, allow_redirects=False
+        ) as reply:
+            return reply.status, reply.headers.copy(), await reply.read()
+
+    async def _catch_up(self, cluster: Cluster, raw_index: str) -> None:
+        """Read-your-writes: wait until this node applied (and digested) the write,
+        or owe it when this node stops serving local reads first (see ``owes``)."""
+        if raw_index.isdigit() and not await _applied_or_not_serving(cluster, int(raw_index)):
+            self._owed = max(self._owed, int(raw_index))
+
+
+async def _unless_replaced(
+    send: Coroutine[Any, Any, _T], cluster: Cluster, state: HAState
+) -> _T | HAState:
+    """``send``'s result, or the new state once this node learns of another active
+    node than ``state``'s (or becomes it): ``send`` is then cancelled."""
+    sending = asyncio.ensure_future(send)
+    try:
+        while True:
+            done, _ = await asyncio.wait({sending}, timeout=_RECHECK)
+            if done:
+                return sending.result()
+            now = await cluster.state()
+            replaced = now.leader_api_addr and now.leader_api_addr != state.leader_api_addr
+            if now.active or replaced:
+                return now
+    finally:
+        if not sending.done():
+            sending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError, OSError):
+                await sending
 
 
 async def _next_state(cluster: Cluster, previous: HAState) -> HAState:
@@ -258,15 +334,50 @@ async def _next_state(cluster: Cluster, previous: HAState) -> HAState:
     return await cluster.state()
 
 
-async def _catch_up(cluster: Cluster, raw_index: str) -> None:
-    """Read-your-writes: wait until this node applied (and digested) the write."""
+async def _reached(cluster: Cluster, index: int, timeout: float) -> bool:
+    """Whether this replica applied, and its caches digested, ``index`` within ``timeout``."""
     replica = cluster.replica
-    if not raw_index.isdigit() or replica is None:
-        return
-    index = int(raw_index)
-    with contextlib.suppress(CofferError, TimeoutError):
-        await replica.wait_for_index(index, _WAIT_FOR_INDEX)
-        await cluster.invalidator.settled(index, _WAIT_FOR_INDEX)
+    if replica is None:
+        return True  # no replica: nothing to be behind
+    if timeout <= 0 and replica.applied_index() < index:
+        return False
+    try:
+        await replica.wait_for_index(index, max(timeout, 0.001))
+        await cluster.invalidator.settled(index, max(timeout, 0.05))
+    except (CofferError, TimeoutError):
+        return False
+    return True
+
+
+async def _applied_or_not_serving(cluster: Cluster, index: int) -> bool:
+    """Wait until this replica applied ``index`` (True), or until it does not serve
+    local reads (stale, not caught up) or ``_WAIT_FOR_INDEX`` passed (False).
+
+    Waiting longer than local reads are served would only hold the writer: a
+    cut-off standby may not apply the write for a minute."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _WAIT_FOR_INDEX
+    while True:
+        if await _reached(cluster, index, min(_RECHECK, deadline - loop.time())):
+            return True
+        if loop.time() >= deadline:
+            return False
+        state = await cluster.state()
+        if stale_now(state, cluster) or not state.caught_up:
+            return False
+
+
+def stale_now(state: HAState, cluster: Cluster) -> str:
+    """Why this standby must not serve local reads ("" when it may): ``state.stale``,
+    or the leader loss counted to this moment. The watcher that sets ``stale``
+    ticks on this loop; a process just resumed from a freeze (SIGSTOP) or starved
+    answers requests before it ticks, and its last contact is then long past."""
+    if state.stale or state.active:
+        return state.stale
+    lost = state.leader_lost_for
+    if lost > cluster.settings.staleness.max_leader_loss:
+        return f"{LEADER_LOST} for {lost:.1f}s"
+    return ""
 
 
 async def relayed_fields(request: web.Request, client: str, body: bytes) -> Relayed:
@@ -395,10 +506,15 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         and not wants_active_node(request)
         and await _serves_locally(request, core)
     ):
-        if state.stale:
+        stale = stale_now(state, cluster)
+        if stale:
             if not state.leader_api_addr:
-                raise NotCaughtUpError(state.stale)
-        elif state.caught_up and await local_read_allowed(request, cluster):
+                raise NotCaughtUpError(stale)
+        elif (
+            state.caught_up
+            and not await request.app[FORWARDER].owes(cluster)
+            and await local_read_allowed(request, cluster)
+        ):
             try:
                 return await handler(request)
             except PleaseForwardError:

@@ -76,8 +76,8 @@ def _parser() -> argparse.ArgumentParser:
         "--observe", type=float, default=15.0, help="seconds watched after a heal (default 15)"
     )
     parser.add_argument(
-        "--client-timeout", type=float, default=10.0,
-        help="seconds a client waits for one request before moving on (default 10)",
+        "--client-timeout", type=float, default=2.0,
+        help="seconds a client waits for one request before moving on (default %(default)s)",
     )  # fmt: skip
     parser.add_argument(
         "--behind", type=int, default=20_000, help="restart-behind: entries the log moves on"

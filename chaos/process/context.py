@@ -49,7 +49,7 @@ class Settings:
     enforce_thresholds: bool = True
     #: Seconds a client waits for one request before it gives up (indeterminate) and
     #: moves on to the next node; a hung node holds a writer that long.
-    client_timeout: float = 10.0
+    client_timeout: float = 2.0
     #: More lines for every node's ``storage "raft"`` block (e.g. tuning options).
     extra_raft: str = ""
 

@@ -92,9 +92,13 @@ class Watcher:
         self._spawn(self._publish(), "cluster-publish")
         self._spawn(self._catch_up(), "cluster-catch-up")
         self._spawn(self._poll_leader(), "cluster-poll-leader")
-        self.leader_contact = time.monotonic()
+        self.leader_contact = last_tick = time.monotonic()
         while True:
             await asyncio.sleep(_TICK)
+            now = time.monotonic()
+            paused, last_tick = now - last_tick, now
+            if paused > cluster.settings.staleness.max_leader_loss:
+                self._resumed(paused)
             replica = cluster.storage.replica
             if replica is None:
                 continue
@@ -144,6 +148,22 @@ class Watcher:
             # Once back in touch the replica may still be far behind, by more time
             # than the lag bound (counted in entries) shows: local reads wait again
             # for a marker write made after the loss to be applied here.
+            self.caught_up = False
+            self._spawn(self._catch_up(), "cluster-catch-up")
+
+    def _resumed(self, paused: float) -> None:
+        """This loop did not run for ``paused`` seconds (the process was frozen, or
+        starved): whatever it last saw of the leader proves nothing about now, and
+        the replica may be that far behind though the leader is in touch again at
+        once. Local reads wait for a marker write made after the pause, as after
+        a leader loss (requests answered before this tick see the stale contact
+        time: ``api.forwarding.stale_now``)."""
+        log.warning(
+            "this node did not run for %.1fs; local reads wait until it has caught up",
+            paused,
+            extra={"event": "cluster.resumed", "paused_seconds": round(paused, 1)},
+        )
+        if self.caught_up:
             self.caught_up = False
             self._spawn(self._catch_up(), "cluster-catch-up")
 

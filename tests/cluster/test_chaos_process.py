@@ -94,13 +94,6 @@ def test_a_partitioned_active_node_comes_back_whole(partition_active: ScenarioRe
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 13 (open): met in 6 of 9 runs on 2026-11-25 (writes stopped 2.3 s, no "
-    "leadership change after the heal, all caught up in 0.2-0.3 s, any-node reads <= 0.4 s "
-    "old). The misses: writes stalled 2.6-4.6 s right after the heal while the old leader "
-    "caught up (4.3-6.7 s), with any-node reads 5.3-8.0 s old in that window.",
-)
 def test_a_partitioned_active_node_heals_within_the_thresholds(
     partition_active: ScenarioResult,
 ) -> None:

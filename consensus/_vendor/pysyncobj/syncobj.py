@@ -194,6 +194,9 @@ class SyncObj(object):
         self.__leaseStamps = {}  # follower -> latest of our send stamps it echoed
         self.__leaseVoided = False  # set while a leadership transfer is under way
         self.__leaderLeaseStamp = None  # the leader's latest send stamp we received
+        # coffer: followers whose log the leader is still matching (a reset came
+        # back): node -> when entries were last sent to it (0.0: not yet).
+        self.__probing = {}
 
         self.__onTickCallbacks = []
         self.__onTickCallbacksLock = threading.Lock()
@@ -1219,11 +1222,31 @@ class SyncObj(object):
 
                 currentNodeIdx = nextNodeIdx - 1
                 if reset:
-                    self.__raftNextIndex[node] = nextNodeIdx
+                    # coffer: replies to appends sent before an earlier reset arrive
+                    # after it, each pointing elsewhere (a follower with a stale tail
+                    # answers "no entry at prev" with its own log end, then "conflict"
+                    # with the start of that tail's term): taken in arrival order they
+                    # sent the leader back and forth, re-sending its whole tail each
+                    # time, for seconds. A reset at or below what the follower already
+                    # confirmed is stale; while probing, only a reset that moves back
+                    # is news (the answer to a probe; the heartbeats' say nothing new).
+                    matchIdx = self.__raftMatchIndex[node]
+                    probing = node in self.__probing and \
+                        self.__raftNextIndex[node] > self.__raftLog[0][1]
+                    if nextNodeIdx <= matchIdx:
+                        pass
+                    elif probing:
+                        if nextNodeIdx < self.__raftNextIndex[node]:
+                            self.__raftNextIndex[node] = max(matchIdx + 1, nextNodeIdx)
+                            self.__probing[node] = 0.0  # probe from there at once
+                    else:
+                        self.__raftNextIndex[node] = nextNodeIdx
+                        self.__probing[node] = 0.0
                 if success:
                     if self.__raftMatchIndex[node] < currentNodeIdx:
                         self.__raftMatchIndex[node] = currentNodeIdx
                         self.__raftNextIndex[node] = nextNodeIdx
+                        self.__probing.pop(node, None)  # coffer: matched: pipeline again
                 self.__lastResponseTime[node] = monotonicTime()
 
     def __callErrCallback(self, err, callback):
@@ -1274,6 +1297,10 @@ class SyncObj(object):
 
     def __onNodeConnected(self, node):
         self.__connectedNodes.add(node)
+        # coffer: a peer that (re)connects may have restarted; what it confirmed
+        # before is no proof of its log now (stale resets are judged by it).
+        if node in self.__raftMatchIndex:
+            self.__raftMatchIndex[node] = 0
 
     def __onNodeDisconnected(self, node):
         self.__connectedNodes.discard(node)
@@ -1371,6 +1398,7 @@ class SyncObj(object):
         self.__lastResponseTime.clear()
         self.__leaseStamps = {}  # coffer: a new term's lease starts from nothing
         self.__leaseVoided = False
+        self.__probing = {}
         for node in self.__otherNodes | self.__readonlyNodes:
             self.__raftNextIndex[node] = self.__getCurrentLogIndex() + 1
             self.__raftMatchIndex[node] = 0
@@ -1425,9 +1453,19 @@ class SyncObj(object):
                 if nextNodeIndex > self.__raftLog[0][1]:
                     prevLogIdx, prevLogTerm = self.__getPrevLogIndexTerm(nextNodeIndex)
                     entries = []
-                    if nextNodeIndex <= self.__getCurrentLogIndex():
+                    # coffer: while probing (see next_node_idx), one message per call,
+                    # and entries only once per answer to them (or after a silence of
+                    # two election timeouts): re-sending the tail every period to a
+                    # slow follower only made it slower. The next index stays until
+                    # the follower says where its log matches.
+                    probe = self.__probing.get(node)
+                    if nextNodeIndex <= self.__getCurrentLogIndex() and (
+                            probe is None or startTime - probe >= 2 * self.__conf.raftMaxTimeout):
                         entries = self.__getEntries(nextNodeIndex, None, batchSizeBytes)
-                        self.__raftNextIndex[node] = entries[-1][1] + 1
+                        if probe is None:
+                            self.__raftNextIndex[node] = entries[-1][1] + 1
+                        else:
+                            self.__probing[node] = startTime
 
                     # coffer: an entry at or above the batch size travels alone in
                     # an ordinary message (the pickled chunked transmission is gone).
@@ -1442,7 +1480,7 @@ class SyncObj(object):
                             'lease': leaseStamp,
                         }
                         self.__transport.send(node, message)
-                        if node not in self.__connectedNodes:
+                        if node not in self.__connectedNodes or probe is not None:
                             break
                 else:
                     # coffer: a chunk while the follower's acknowledgements allow one,

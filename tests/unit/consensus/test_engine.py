@@ -249,3 +249,49 @@ def test_a_conflicting_term_is_skipped_in_one_reply(idle_replica: Any) -> None:
     replies = [message for _, message in transport._deferred]
     assert replies[-1]["reset"] and not replies[-1]["success"]
     assert replies[-1]["next_node_idx"] == first + 10
+
+
+def test_late_resets_do_not_send_the_leader_back_and_forth(idle_replica: Any) -> None:
+    """A follower with a stale tail answers the appends of one burst in turn:
+    "no entry at prev" (its log end + 1), then "conflict" (the start of its tail's
+    term). The leader probes from the lowest index it was told, one append per
+    period, until the follower matches; late resets neither raise nor undo that."""
+    obj = idle_replica
+    obj._SyncObj__raftCurrentTerm = 3
+    obj._SyncObj__onBecomeLeader()
+    journal = obj._SyncObj__raftLog
+    for _ in range(40):
+        journal.add(b"\x01", journal.last_index() + 1, 3)
+    last = journal.last_index()
+    peer = _peer(obj)
+    next_index = obj._SyncObj__raftNextIndex
+    obj._SyncObj__connectedNodes.add(peer)
+    obj._SyncObj__onNodeConnected(peer)
+
+    def reset(to: int) -> None:
+        obj._SyncObj__onMessageReceived(
+            peer, {"type": "next_node_idx", "next_node_idx": to, "reset": True, "success": False}
+        )
+
+    reset(30)  # "no entry at prev": the follower's log ends at 29
+    assert next_index[peer] == 30
+    reset(5)  # "conflict": its entries from 5 on are of another term
+    assert next_index[peer] == 5
+    reset(30)  # late: from an append sent before the first reset
+    assert next_index[peer] == 5
+    obj._SyncObj__sendAppendEntries()  # a probe from 5: the next index stays
+    assert next_index[peer] == 5
+    obj._SyncObj__onMessageReceived(
+        peer, {"type": "next_node_idx", "next_node_idx": last + 1, "reset": False, "success": True}
+    )
+    assert next_index[peer] == last + 1
+    assert obj._SyncObj__raftMatchIndex[peer] == last
+    reset(5)  # late again, below what the follower confirmed: stale
+    assert next_index[peer] == last + 1
+    obj._SyncObj__sendAppendEntries()
+    assert next_index[peer] == last + 1
+
+    # A reconnect forgets what was confirmed: a peer that restarted is believed.
+    obj._SyncObj__onNodeConnected(peer)
+    reset(5)
+    assert next_index[peer] == 5

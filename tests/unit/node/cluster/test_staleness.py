@@ -180,3 +180,21 @@ async def test_after_losing_the_leader_local_reads_wait_for_a_new_marker_write()
         await asyncio.sleep(0)
     assert watcher.caught_up
     await watcher.stop()
+
+
+async def test_a_node_that_did_not_run_past_the_bound_waits_for_a_new_marker_write() -> None:
+    """A freeze (SIGSTOP) or starvation: the leader is in touch again at once, but
+    the replica is as old as the pause; local reads wait for a marker write."""
+    cluster = _SyncingCluster()
+    watcher = Watcher(cast("ClusterType", cluster))
+    watcher.caught_up = True
+    watcher._resumed(15.0)
+    assert not watcher.caught_up
+    watcher._resumed(3.0)  # a second pause before the marker starts no second one
+    await asyncio.sleep(0)
+    assert cluster.sync_points == 1
+    cluster.marker_applied.set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert watcher.caught_up
+    await watcher.stop()
