@@ -1,9 +1,9 @@
-"""Browser fixtures: one chromium for the module, a fresh context (no storage) per test."""
+"""Browser fixtures: one chromium and one dev server for the module, a fresh browser
+context (no storage) per test."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,7 +43,9 @@ def page(chromium: Any) -> Iterator[Any]:
         context.close()
 
 
-@pytest.fixture
-def dev(tmp_path: Path) -> Iterator[DevServer]:
-    with dev_server(tmp_path) as server:
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """One dev server for the module (each test has its own browser context): the
+    tests write under their own paths and mounts, and a start costs ~1.5 s a test."""
+    with dev_server(tmp_path_factory.mktemp("ui-dev")) as server:
         yield server
