@@ -105,6 +105,9 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         self._fd = self._open_and_load()
         #: Every entry up to this index is known to be on disk.
         self.synced_index = self._entries[-1][1] if self._entries else 0
+        #: Relaxed durability: fsync runs on a timer, so a leader counts what it
+        #: has written as its own acknowledgement, not only what is synced.
+        self.count_unsynced = False
 
     # -- opening -----------------------------------------------------------
 
@@ -272,6 +275,12 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
     def size_bytes(self) -> int:
         """The journal file's length: what a restart would read and replay."""
         return self._end
+
+    def durableIndex(self) -> int:
+        """The engine asks this before the leader counts itself towards a commit."""
+        if self.count_unsynced:
+            return self._entries[-1][1] if self._entries else 0
+        return self.synced_index
 
     def first_index(self) -> int:
         return self._entries[0][1]

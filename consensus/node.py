@@ -106,6 +106,7 @@ class RaftNode:
         try:
             _check_bindable(config.cluster_addr)
             self._journal = journal = DurableJournal(root / "journal")
+            journal.count_unsynced = not self._strict
             self._state = KVState()
             self._store = SnapshotStore(
                 root / "dump.jsonl", self._state, self._journal, config.snapshot_chunk_bytes

@@ -90,6 +90,8 @@ async def handle(backend: RaftBackend, loads: dict[str, Load], request: dict[str
                 ]
             )
         return backend.committed_index()
+    if op == "log_start":  # the journal's first index: it moves on at each compaction
+        return backend._node._journal.first_index()
     if op == "compact":
         backend.force_compaction()
         return None

@@ -46,6 +46,11 @@ class Journal(object):
     def onOneSecondTimer(self):
         pass
 
+    def durableIndex(self):
+        """coffer: the last entry a leader may count as acknowledged by itself
+        (on its disk); a journal without fsync counts everything it holds."""
+        return self[len(self) - 1][1] if len(self) else 0
+
 
 class MemoryJournal(Journal):
 

@@ -664,10 +664,14 @@ class SyncObj(object):
 
             commitIdx = self.__raftCommitIndex
             nextCommitIdx = self.__raftCommitIndex
+            # coffer: the leader counts itself only for entries on its own disk. A
+            # single node elects itself and appends its no-op in one tick, and
+            # upstream committed that entry before any fsync.
+            durableIdx = self.__raftLog.durableIndex()
 
             while commitIdx < self.__getCurrentLogIndex():
                 commitIdx += 1
-                count = 1
+                count = 1 if commitIdx <= durableIdx else 0
                 for node in self.__otherNodes:
                     if self.__raftMatchIndex[node] >= commitIdx:
                         count += 1

@@ -92,6 +92,35 @@ async def test_the_leader_never_commits_past_its_own_fsync(
     assert journal.synced_index >= backend.committed_index()
 
 
+def test_a_single_node_commits_its_election_no_op_only_after_its_fsync(
+    config: RaftConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single node elects itself and appends its no-op in one tick; the engine
+    committed it in that same tick, before any fsync (watched from before the
+    election here; the test above could see it only when its patch won a race)."""
+    node = RaftNode(config)
+    journal = node._journal
+    violations: list[tuple[int, int]] = []
+    real = journal.setRaftCommitIndex
+
+    def checked(index: int) -> None:
+        if index > journal.synced_index:
+            violations.append((index, journal.synced_index))
+        real(index)
+
+    monkeypatch.setattr(journal, "setRaftCommitIndex", checked)
+    node.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not (node.is_leader() and node.commit_index() >= journal.last_index()):
+            assert time.monotonic() < deadline, "the single node never committed its no-op"
+            time.sleep(0.01)
+    finally:
+        node.stop()
+
+    assert violations == []
+
+
 async def test_a_failed_fsync_stops_the_node(
     backend: RaftBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -224,6 +253,9 @@ async def test_subscribers_see_changed_keys_on_the_loop(backend: RaftBackend) ->
 
 
 async def test_wait_for_index(backend: RaftBackend) -> None:
+    # A new leader applies its election no-op a tick after it knows it leads; a
+    # write commits after it, so nothing moves the applied index behind our back.
+    await backend.put("first", b"v")
     current = backend.applied_index()
     await backend.wait_for_index(current, timeout=0.1)
 
