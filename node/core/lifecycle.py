@@ -13,6 +13,7 @@ from node.seal.base import AutoSeal, Seal
 from node.seal.config import SealConfig, SealTypeMismatchError, validate_shares
 from node.seal.keys import decode_key, encode_b64, encode_hex
 from node.seal.progress import ShareCollector
+from node.seal.rekey import RekeyOperation
 
 __all__ = ["Lifecycle", "new_cluster_id"]
 
@@ -32,6 +33,12 @@ class Lifecycle:
         #: Runs with the reconstructed root key before the barrier opens; Raft
         #: storage starts its replica here (the transport secret derives from it).
         self.before_unseal: Callable[[bytes], Awaitable[None]] | None = None
+        #: Replaces the operators' shares (``sys/rekey`` or ``sys/rekey-recovery-key``).
+        self.rekey = RekeyOperation(seal, on_installed=self.forget_configs)
+
+    def forget_configs(self) -> None:
+        """Drop the cached seal and share configs: they are read again from storage."""
+        self._config = self._share_config = None
 
     async def seal_config(self) -> SealConfig | None:
         if self._config is None:

@@ -28,6 +28,12 @@ class Seal(Protocol):
         """The root key, once a quorum of the operators' shares is proven; raises otherwise."""
         ...
 
+    async def replace_share_secret(
+        self, old_parts: list[bytes], secret: bytes, shares: int, threshold: int
+    ) -> None:
+        """Rekey: make ``secret`` what the operators' shares combine into."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -112,6 +112,19 @@ class Pkcs11Seal:
             )
         return await self.stored_root_key()
 
+    async def replace_share_secret(
+        self, old_parts: list[bytes], secret: bytes, shares: int, threshold: int
+    ) -> None:
+        """Recovery rekey: ``secret`` becomes the stored recovery key, split anew."""
+        await self.root_key_from_shares(old_parts)
+        sealed_recovery = await self.encrypt(secret, RECOVERY_KEY_PATH)
+        await self._physical.commit(
+            [
+                Put(RECOVERY_CONFIG_PATH, SealConfig("shamir", shares, threshold).serialize()),
+                Put(RECOVERY_KEY_PATH, sealed_recovery),
+            ]
+        )
+
     async def rewrap_stored_keys(self) -> bool:
         """Re-encrypt the stored keys with the current ``key_label`` if an older one made them.
 

@@ -75,3 +75,15 @@ class ShamirSeal:
             raise InvalidRequestError(
                 "unseal failed, invalid key: the keys do not combine into the unseal key"
             ) from exc
+
+    async def replace_share_secret(
+        self, old_parts: list[bytes], secret: bytes, shares: int, threshold: int
+    ) -> None:
+        """Rekey: the root key re-encrypted under a new unseal key ``secret``."""
+        root_key = await self.root_key_from_shares(old_parts)
+        await self._physical.commit(
+            [
+                Put(SEAL_CONFIG_PATH, SealConfig(self.type, shares, threshold).serialize()),
+                Put(ROOT_KEY_PATH, seal_value(secret, 0, ROOT_KEY_PATH, root_key)),
+            ]
+        )

@@ -8,57 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
 
-from api.app import create_app
-from node.config.model import SealStanza
 from node.core.auto_unseal import AutoUnsealer
-from node.core.core import Core, CoreSettings
+from node.core.core import Core
 from node.errors import CofferError
 from node.physical.inmem import InmemBackend
 from node.seal.config import SealTypeMismatchError
-from tests.api.helpers import Reply, assert_error, call
+from tests.api.helpers import assert_error, call
+from tests.hsm.nodes import HsmNode, hsm_core, init, seal_status
 from tests.hsm.softhsm import SoftHsm
-
-
-@dataclass
-class HsmNode:
-    core: Core
-    client: TestClient[Any, Any]
-    physical: InmemBackend
-
-
-def hsm_core(physical: InmemBackend, softhsm: SoftHsm, token: str, **extra: str) -> Core:
-    stanza = SealStanza("pkcs11", softhsm.options(token, **extra))
-    return Core(physical, CoreSettings(seal=stanza))
-
-
-@pytest.fixture
-async def node(softhsm: SoftHsm) -> AsyncIterator[HsmNode]:
-    physical = InmemBackend()
-    core = hsm_core(physical, softhsm, softhsm.init_token())
-    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
-    await client.start_server()
-    try:
-        yield HsmNode(core, client, physical)
-    finally:
-        await client.close()
-
-
-async def init(node: HsmNode, body: dict[str, Any]) -> Reply:
-    return await call(node.client, "PUT", "/v1/sys/init", json_body=body)
-
-
-async def seal_status(node: HsmNode) -> dict[str, Any]:
-    reply = await call(node.client, "GET", "/v1/sys/seal-status")
-    assert reply.status == 200, str(reply)
-    body: dict[str, Any] = reply.body
-    return body
 
 
 async def test_seal_status_before_init(node: HsmNode) -> None:
