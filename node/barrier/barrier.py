@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from node.barrier.aead import (
@@ -25,6 +25,7 @@ from node.barrier.aead import (
 from node.barrier.cache import DEFAULT_CACHE_SIZE, MISS, ReadCache
 from node.barrier.keyring import Keyring
 from node.barrier.readonly import check_writable, check_writes
+from node.barrier.seal_wrap import MAGIC, SealWrapper
 from node.errors import SealedError, StorageError
 from node.physical.base import Check, PhysicalBackend, Put, TxnOp
 
@@ -65,6 +66,9 @@ class Barrier:
         self._encryptions: dict[int, int] = {}
         self._rotate_lock = asyncio.Lock()
         self.cache: ReadCache[StoredValue] = ReadCache(cache_size, enabled=not disable_cache)
+        #: The HSM that seal-wraps values (``node.barrier.seal_wrap``); ``None`` under
+        #: Shamir, where a mount's ``seal_wrap`` is a no-op, as in the reference.
+        self.wrapper: SealWrapper | None = None
 
     @property
     def sealed(self) -> bool:
@@ -145,9 +149,10 @@ class Barrier:
         cache.store(key, value, epoch)
         return value
 
-    async def put(self, key: str, value: bytes) -> int:
+    async def put(self, key: str, value: bytes, *, wrap: bool = False) -> int:
+        """``wrap``: the frame is wrapped by the HSM too (when there is one)."""
         check_writable(key)  # also for writes that bypass the views (see readonly)
-        frame = self._encrypt(key, value)
+        frame = await self._wrap(key, self._encrypt(key, value), wrap)
         try:
             return await self.physical.put(key, frame)
         finally:  # also on failure: the write may have landed (an unconfirmed Raft write)
@@ -165,12 +170,17 @@ class Barrier:
         self._keys()
         return await self.physical.list(prefix)
 
-    async def commit(self, ops: Sequence[TxnOp]) -> int:
+    async def commit(
+        self, ops: Sequence[TxnOp], *, wrap: Callable[[str], bool] | None = None
+    ) -> int:
+        """``wrap``: which of the keys are wrapped by the HSM too (when there is one)."""
         encrypted: list[TxnOp] = []
         check_writes(ops)
         for op in ops:
             if isinstance(op, Put):
-                encrypted.append(Put(op.key, self._encrypt(op.key, op.value), op.expect))
+                frame = self._encrypt(op.key, op.value)
+                frame = await self._wrap(op.key, frame, wrap is not None and wrap(op.key))
+                encrypted.append(Put(op.key, frame, op.expect))
             else:
                 self._keys()
                 encrypted.append(op)
@@ -190,7 +200,17 @@ class Barrier:
         entry = await self.physical.get(key)
         if entry is None:
             return None
-        return StoredValue(key, self._decrypt(key, entry.value), entry.revision)
+        frame = entry.value
+        if frame.startswith(MAGIC):
+            if self.wrapper is None:
+                raise StorageError(f"{key} is seal-wrapped and this server has no HSM seal")
+            frame = await self.wrapper.decrypt(frame[len(MAGIC) :], key)
+        return StoredValue(key, self._decrypt(key, frame), entry.revision)
+
+    async def _wrap(self, key: str, frame: bytes, wrap: bool) -> bytes:
+        if not wrap or self.wrapper is None:
+            return frame
+        return MAGIC + await self.wrapper.encrypt(frame, key)
 
     def _encrypt(self, key: str, value: bytes) -> bytes:
         _, keyring = self._keys()

@@ -98,6 +98,8 @@ class Core:
         )
         self.lifecycle = Lifecycle(self.barrier, seal)
         self.lifecycle.before_unseal = self._before_barrier_unseal
+        # Under an HSM seal, seal-wrapped values are wrapped by it (none under Shamir).
+        self.barrier.wrapper = self.lifecycle.auto_seal
         self.tokens = TokenStore(BarrierView(self.barrier, "sys/token/"))
         self.tokens.on_revoke.append(self._destroy_cubbyhole)
         self.expiration = ExpirationManager(self.tokens)
