@@ -147,6 +147,8 @@ def run_unseal(args: argparse.Namespace, ctx: Context) -> int:
         if not key:
             key = ctx.read_secret("Unseal Key (will be hidden): ", "unseal key")
         body = {"key": key.strip()}
+        if args.migrate:
+            body["migrate"] = True
     seal = ctx.call("unsealing", "PUT", "/v1/sys/unseal", body)
     if seal is None:
         raise CliError("Error unsealing: empty response from server")
@@ -207,6 +209,7 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
     )
     unseal.add_argument("key", nargs="?", metavar="KEY", help="unseal key share")
     add_switch(unseal, "reset", "discard the key shares entered so far")
+    add_switch(unseal, "migrate", "the key is a share of the old seal of a seal migration")
     unseal.set_defaults(handler=run_unseal)
 
     seal = add_command(commands, "seal", "seal the server (needs a token)", parents=parents)

@@ -69,6 +69,8 @@ class Barrier:
         #: The HSM that seal-wraps values (``node.barrier.seal_wrap``); ``None`` under
         #: Shamir, where a mount's ``seal_wrap`` is a no-op, as in the reference.
         self.wrapper: SealWrapper | None = None
+        #: Unwraps what ``wrapper`` cannot: the HSM of a seal migrated away from.
+        self.unwrapper: SealWrapper | None = None
 
     @property
     def sealed(self) -> bool:
@@ -202,9 +204,10 @@ class Barrier:
             return None
         frame = entry.value
         if frame.startswith(MAGIC):
-            if self.wrapper is None:
+            unwrapper = self.wrapper or self.unwrapper
+            if unwrapper is None:
                 raise StorageError(f"{key} is seal-wrapped and this server has no HSM seal")
-            frame = await self.wrapper.decrypt(frame[len(MAGIC) :], key)
+            frame = await unwrapper.decrypt(frame[len(MAGIC) :], key)
         return StoredValue(key, self._decrypt(key, frame), entry.revision)
 
     async def _wrap(self, key: str, frame: bytes, wrap: bool) -> bytes:

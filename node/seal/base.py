@@ -34,6 +34,11 @@ class Seal(Protocol):
         """Rekey: make ``secret`` what the operators' shares combine into."""
         ...
 
+    async def adopt(self, root_key: bytes, secret: bytes, shares: int, threshold: int) -> None:
+        """Seal migration: store ``root_key`` under this seal; the old shares' ``secret``
+        becomes what this seal's operator shares combine into."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -160,14 +160,27 @@ async def test_restart_on_the_same_storage_unseals_and_rewraps_after_a_rotation(
     await second.close()
 
 
-async def test_a_shamir_store_is_not_unsealed_by_an_hsm_server(softhsm: SoftHsm) -> None:
+async def test_a_shamir_store_under_an_hsm_server_waits_for_a_migration(
+    softhsm: SoftHsm,
+) -> None:
+    """As Vault: the HSM stanza on a Shamir store is a seal migration, finished by operators."""
     physical = InmemBackend()
     shamir = Core(physical)
     await shamir.initialize(1, 1)
     hsm = hsm_core(physical, softhsm, softhsm.init_token())
     given_up: list[CofferError] = []
-    # Not retried: the loop ends and hands the error to the server, which exits.
     await asyncio.wait_for(AutoUnsealer(hsm, on_fatal=given_up.append).run(), 10)
-    assert len(given_up) == 1 and isinstance(given_up[0], SealTypeMismatchError)
-    assert "initialized with seal type shamir" in str(given_up[0])
-    assert hsm.sealed
+    assert given_up == [] and hsm.sealed
+    status = (await hsm.seal_status()).to_json()
+    assert (status["migration"], status["type"], status["recovery_seal"]) == (True, "shamir", False)
+
+
+async def test_an_hsm_store_is_refused_by_a_shamir_server(softhsm: SoftHsm) -> None:
+    physical = InmemBackend()
+    hsm = hsm_core(physical, softhsm, softhsm.init_token())
+    output = await hsm.initialize(0, 0, 1, 1)
+    await hsm.close()
+    shamir = Core(physical)  # no stanza at all: no migration is configured
+    with pytest.raises(SealTypeMismatchError, match="initialized with seal type pkcs11"):
+        await shamir.unseal(output.recovery_keys_hex[0])
+    assert shamir.sealed
