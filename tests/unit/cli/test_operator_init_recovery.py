@@ -72,3 +72,44 @@ def test_a_shamir_server_gets_unseal_shares(
     server.on("PUT", "/v1/sys/init", RESPONSE)
     assert run(capsys, "operator", "init", "-key-shares=2", "-key-threshold=2")[0] == 0
     assert server.last().body == {"secret_shares": 2, "secret_threshold": 2}
+
+
+def test_unseal_migrate_sends_the_flag(
+    server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.on("PUT", "/v1/sys/unseal", {"sealed": True, "t": 2, "n": 3, "progress": 1})
+    code, _, _ = run(capsys, "operator", "unseal", "-migrate", "aabb")
+    assert code == 0
+    assert server.requests[0].body == {"key": "aabb", "migrate": True}
+
+
+def test_rekey_init_and_a_share(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
+    server.on(
+        "PUT",
+        "/v1/sys/rekey-recovery-key/init",
+        {"nonce": "n1", "started": True, "t": 2, "n": 3, "progress": 0, "required": 2},
+    )
+    code, out, _ = run(
+        capsys,
+        "operator",
+        "rekey",
+        "-init",
+        "-target=recovery",
+        "-key-shares=3",
+        "-key-threshold=2",
+        "-verify",
+    )
+    assert code == 0 and "n1" in out
+    assert server.last().body == {
+        "secret_shares": 3,
+        "secret_threshold": 2,
+        "require_verification": True,
+    }
+    server.on(
+        "PUT",
+        "/v1/sys/rekey-recovery-key/update",
+        {"nonce": "n1", "complete": True, "keys": ["aa"], "keys_base64": ["qg=="]},
+    )
+    code, out, _ = run(capsys, "operator", "rekey", "-target=recovery", "-nonce=n1", "cc")
+    assert code == 0 and out.startswith("Recovery Key 1: qg==")
+    assert server.last().body == {"key": "cc", "nonce": "n1"}
