@@ -87,11 +87,7 @@ class Barrier:
         entry = await self.physical.get(KEYRING_PATH)
         if entry is None:
             raise StorageError("keyring missing from storage")
-        try:
-            raw = open_sealed(root_key, KEYRING_PATH, entry.value)
-        except DecryptionError as exc:
-            raise StorageError("keyring does not open with this root key") from exc
-        keyring = Keyring.deserialize(raw)
+        keyring = await self._open_keyring(root_key, entry.value)
         self.cache.clear()
         self._root_key, self._keyring = root_key, keyring
 
@@ -105,16 +101,20 @@ class Barrier:
         async with self._rotate_lock:
             root_key, _ = self._keys()
             entry = await self.physical.get(KEYRING_PATH)
-            current = (
-                Keyring.deserialize(open_sealed(root_key, KEYRING_PATH, entry.value))
-                if entry
-                else self._keys()[1]
-            )
+            current = await self._open_keyring(root_key, entry.value) if entry else self._keys()[1]
             rotated = current.rotated()
             await self._store_keyring(root_key, rotated, expect=entry.revision if entry else 0)
             self.cache.clear()
             self._keyring = rotated
             return rotated.active.term
+
+    async def rewrite_keyring(self) -> None:
+        """Store the keyring again, wrapped as the seal in force says (after a seal
+        migration or an HSM key rotation), so the old seal is no longer needed for it."""
+        async with self._rotate_lock:
+            root_key, keyring = self._keys()
+            entry = await self.physical.get(KEYRING_PATH)
+            await self._store_keyring(root_key, keyring, expect=entry.revision if entry else 0)
 
     async def reload_keyring(self) -> None:
         """Re-read the keyring after another node rotated it."""
@@ -202,13 +202,16 @@ class Barrier:
         entry = await self.physical.get(key)
         if entry is None:
             return None
-        frame = entry.value
-        if frame.startswith(MAGIC):
-            unwrapper = self.wrapper or self.unwrapper
-            if unwrapper is None:
-                raise StorageError(f"{key} is seal-wrapped and this server has no HSM seal")
-            frame = await unwrapper.decrypt(frame[len(MAGIC) :], key)
+        frame = await self._unwrap(key, entry.value)
         return StoredValue(key, self._decrypt(key, frame), entry.revision)
+
+    async def _unwrap(self, key: str, frame: bytes) -> bytes:
+        if not frame.startswith(MAGIC):
+            return frame
+        unwrapper = self.wrapper or self.unwrapper
+        if unwrapper is None:
+            raise StorageError(f"{key} is seal-wrapped and this server has no HSM seal")
+        return await unwrapper.decrypt(frame[len(MAGIC) :], key)
 
     async def _wrap(self, key: str, frame: bytes, wrap: bool) -> bytes:
         if not wrap or self.wrapper is None:
@@ -238,4 +241,13 @@ class Barrier:
 
     async def _store_keyring(self, root_key: bytes, keyring: Keyring, expect: int) -> None:
         frame = seal_value(root_key, 0, KEYRING_PATH, keyring.serialize())
+        # Under an HSM seal the keyring is always seal-wrapped, as in the reference.
+        frame = await self._wrap(KEYRING_PATH, frame, True)
         await self.physical.commit([Put(KEYRING_PATH, frame, expect)])
+
+    async def _open_keyring(self, root_key: bytes, frame: bytes) -> Keyring:
+        frame = await self._unwrap(KEYRING_PATH, frame)
+        try:
+            return Keyring.deserialize(open_sealed(root_key, KEYRING_PATH, frame))
+        except DecryptionError as exc:
+            raise StorageError("keyring does not open with this root key") from exc

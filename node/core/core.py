@@ -200,6 +200,7 @@ class Core:
             if seal is not None and not self.is_standby:
                 with contextlib.suppress(CofferError):  # retried at the next unseal
                     if await seal.rewrap_stored_keys():
+                        await self.barrier.rewrite_keyring()
                         log.info(
                             "stored keys re-encrypted with the current HSM key",
                             extra={"event": "seal.rewrapped"},

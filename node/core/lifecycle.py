@@ -188,6 +188,7 @@ class Lifecycle:
             if self.before_unseal is not None:
                 await self.before_unseal(root_key)
             await self.barrier.unseal(root_key)
+            await self.barrier.rewrite_keyring()  # wrapped by the new seal, or no longer
             return True
 
     async def share_config_for_status(self) -> SealConfig | None:

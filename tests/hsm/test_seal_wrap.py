@@ -2,15 +2,16 @@
 
 Shown on the raw storage: a seal-wrapped mount's entries are not barrier
 frames, and a barrier opened with the right root key but without the HSM
-cannot decrypt them; the engine's declared paths (KV v2 ``versions/``) are
-wrapped on every mount; the rest of an unwrapped mount is unchanged.
+cannot decrypt them (the keyring itself is HSM-wrapped); the engine's
+declared paths (KV v2 ``versions/``) are wrapped on every mount; the rest of
+an unwrapped mount is unchanged.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from node.barrier.barrier import Barrier
+from node.barrier.barrier import KEYRING_PATH, Barrier
 from node.barrier.seal_wrap import MAGIC
 from node.errors import StorageError
 from node.physical.inmem import InmemBackend
@@ -74,7 +75,9 @@ async def test_a_seal_wrapped_mount_is_wrapped_on_disk(node: HsmNode) -> None:
     # The barrier alone (the right root key, no HSM) opens the plain entries only.
     root_key = await node.core.lifecycle.auto_seal.stored_root_key()  # type: ignore[union-attr]
     barrier_only = Barrier(node.physical, disable_cache=True)
+    barrier_only.unwrapper = node.core.lifecycle.auto_seal  # only to open the keyring
     await barrier_only.unseal(root_key)
+    barrier_only.unwrapper = None
     for key in wrapped_keys:
         with pytest.raises(StorageError, match="seal-wrapped"):
             await barrier_only.get(wrapped + key)
@@ -88,6 +91,12 @@ async def test_a_seal_wrapped_mount_is_wrapped_on_disk(node: HsmNode) -> None:
             assert not raw.startswith(MAGIC), key
             assert await barrier_only.get(plain + key) is not None
     assert any(k.startswith("versions/") for k in plain_keys)
+
+    # The keyring is always seal-wrapped under the HSM seal; a barrier without it cannot unseal.
+    keyring = await node.physical.get(KEYRING_PATH)
+    assert keyring is not None and keyring.value.startswith(MAGIC)
+    with pytest.raises(StorageError, match="seal-wrapped"):
+        await Barrier(node.physical).unseal(root_key)
 
     assert await _read(node, token, "wrapped") == SECRET
     await node.core.seal()
