@@ -71,6 +71,11 @@ def test_shamir_to_pkcs11_and_back(coffer: CofferFactory, softhsm: SoftHsm, tmp_
     hsm.wait_ready(healthy=True)  # unsealed by the HSM, no key typed
     assert read(hsm, root) == {"a": "b"}
     assert generate_root(hsm, keys[:2])  # the old unseal keys are the recovery keys
+    wrapped = hsm.request(
+        "POST", "/v1/sys/mounts/sw", {"type": "kv", "seal_wrap": True}, token=root
+    )
+    assert wrapped.status == 204, wrapped
+    assert hsm.request("PUT", "/v1/sw/app", {"w": "x"}, token=root).status == 204
     assert hsm.stop() == 0
 
     # pkcs11 -> Shamir: the same stanza, disabled.
@@ -82,6 +87,9 @@ def test_shamir_to_pkcs11_and_back(coffer: CofferFactory, softhsm: SoftHsm, tmp_
     assert (done["migration"], done["type"], done["recovery_seal"]) == (False, "shamir", False)
     assert (done["t"], done["n"]) == (2, 3)
     assert read(back, root) == {"a": "b"}
+    # seal-wrapped entries still read while the disabled stanza names the HSM
+    sw = back.request("GET", "/v1/sw/app", token=root)
+    assert sw.status == 200 and sw.json["data"] == {"w": "x"}, sw
     assert back.stop() == 0
 
     plain = coffer.with_config(file_config(f"127.0.0.1:{port}", data), port=port).start()
