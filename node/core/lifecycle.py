@@ -223,6 +223,8 @@ class Lifecycle:
 
     def seal_barrier(self) -> None:
         self._progress = None
+        # Another node may rekey or migrate meanwhile: read the configs afresh next time.
+        self.forget_configs()
         self.barrier.seal()
 
 
