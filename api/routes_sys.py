@@ -106,11 +106,14 @@ async def unseal(request: web.Request) -> web.Response:
         )
     if not isinstance(key, str):
         raise InvalidRequestError("'key' must be a string")
+    migrate = body.get("migrate", False)
+    if not isinstance(migrate, bool):
+        raise InvalidRequestError("migrate: expected a boolean")
     if not await core.initialized():
         if core.cluster is not None and core.cluster.awaiting_join():
             raise InvalidRequestError(NOT_JOINED)
         raise InvalidRequestError("Coffer is not initialized")
-    return json_response((await core.unseal(key)).to_json())
+    return json_response((await core.unseal(key, migrate)).to_json())
 
 
 #: The newer reference's status for a node removed from its Raft cluster.

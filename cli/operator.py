@@ -11,7 +11,7 @@ import argparse
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from cli import generate_root
+from cli import generate_root, rekey
 from cli.errors import EXIT_OK, CliError, UsageError
 from cli.flags import add_command, add_option, add_switch
 from cli.output import print_json
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["init_output", "register"]
 
 EXIT_NOT_INITIALIZED = 2
+DEFAULT_RECOVERY_SHARES = 5
+DEFAULT_RECOVERY_THRESHOLD = 3
 
 
 def init_output(
@@ -77,6 +79,10 @@ def run_init(args: argparse.Namespace, ctx: Context) -> int:
     body = {"secret_shares": shares, "secret_threshold": threshold}
     recovery_shares: int = args.recovery_shares
     recovery_threshold: int = args.recovery_threshold
+    if not (recovery_shares or recovery_threshold) and _recovery_seal(ctx):
+        # As `vault operator init`: an auto-unsealing server gets recovery shares by default.
+        recovery_shares = DEFAULT_RECOVERY_SHARES
+        recovery_threshold = DEFAULT_RECOVERY_THRESHOLD
     if recovery_shares or recovery_threshold:
         # An HSM-sealed server takes only recovery shares (as `vault operator init`).
         shares = threshold = 0
@@ -107,6 +113,18 @@ def run_init(args: argparse.Namespace, ctx: Context) -> int:
     return EXIT_OK
 
 
+def _recovery_seal(ctx: Context) -> bool:
+    """Whether the server is sealed by an HSM (``recovery_seal`` in its seal status).
+
+    A server that cannot tell is treated as Shamir: the init call then reports why.
+    """
+    try:
+        status = ctx.call("reading seal status", "GET", "/v1/sys/seal-status") or {}
+    except CliError:
+        return False
+    return bool(status.get("recovery_seal"))
+
+
 def _init_status(ctx: Context) -> int:
     """``-status``: exit 0 if initialized, 2 if not (as Vault)."""
     response = ctx.call("checking initialization status", "GET", "/v1/sys/init") or {}
@@ -129,6 +147,8 @@ def run_unseal(args: argparse.Namespace, ctx: Context) -> int:
         if not key:
             key = ctx.read_secret("Unseal Key (will be hidden): ", "unseal key")
         body = {"key": key.strip()}
+        if args.migrate:
+            body["migrate"] = True
     seal = ctx.call("unsealing", "PUT", "/v1/sys/unseal", body)
     if seal is None:
         raise CliError("Error unsealing: empty response from server")
@@ -168,7 +188,7 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
         type=int,
         default=0,
         metavar="N",
-        help="recovery key shares, for a server sealed by an HSM (seal pkcs11)",
+        help="recovery key shares, for a server sealed by an HSM (5 when it is one)",
     )
     add_option(
         init,
@@ -176,7 +196,7 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
         type=int,
         default=0,
         metavar="T",
-        help="recovery key threshold (with -recovery-shares)",
+        help="recovery key threshold (3 when the server is sealed by an HSM)",
     )
     add_switch(init, "status", "only report whether the server is initialized (exit 0/2)")
     init.set_defaults(handler=run_init)
@@ -189,6 +209,7 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
     )
     unseal.add_argument("key", nargs="?", metavar="KEY", help="unseal key share")
     add_switch(unseal, "reset", "discard the key shares entered so far")
+    add_switch(unseal, "migrate", "the key is a share of the old seal of a seal migration")
     unseal.set_defaults(handler=run_unseal)
 
     seal = add_command(commands, "seal", "seal the server (needs a token)", parents=parents)
@@ -203,3 +224,4 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
     step_down.set_defaults(handler=run_step_down)
 
     generate_root.register(commands, parents)
+    rekey.register(commands, parents)

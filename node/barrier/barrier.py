@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from node.barrier.aead import (
@@ -25,6 +25,7 @@ from node.barrier.aead import (
 from node.barrier.cache import DEFAULT_CACHE_SIZE, MISS, ReadCache
 from node.barrier.keyring import Keyring
 from node.barrier.readonly import check_writable, check_writes
+from node.barrier.seal_wrap import MAGIC, SealWrapper
 from node.errors import SealedError, StorageError
 from node.physical.base import Check, PhysicalBackend, Put, TxnOp
 
@@ -65,6 +66,11 @@ class Barrier:
         self._encryptions: dict[int, int] = {}
         self._rotate_lock = asyncio.Lock()
         self.cache: ReadCache[StoredValue] = ReadCache(cache_size, enabled=not disable_cache)
+        #: The HSM that seal-wraps values (``node.barrier.seal_wrap``); ``None`` under
+        #: Shamir, where a mount's ``seal_wrap`` is a no-op, as in the reference.
+        self.wrapper: SealWrapper | None = None
+        #: Unwraps what ``wrapper`` cannot: the HSM of a seal migrated away from.
+        self.unwrapper: SealWrapper | None = None
 
     @property
     def sealed(self) -> bool:
@@ -81,11 +87,7 @@ class Barrier:
         entry = await self.physical.get(KEYRING_PATH)
         if entry is None:
             raise StorageError("keyring missing from storage")
-        try:
-            raw = open_sealed(root_key, KEYRING_PATH, entry.value)
-        except DecryptionError as exc:
-            raise StorageError("keyring does not open with this root key") from exc
-        keyring = Keyring.deserialize(raw)
+        keyring = await self._open_keyring(root_key, entry.value)
         self.cache.clear()
         self._root_key, self._keyring = root_key, keyring
 
@@ -99,16 +101,20 @@ class Barrier:
         async with self._rotate_lock:
             root_key, _ = self._keys()
             entry = await self.physical.get(KEYRING_PATH)
-            current = (
-                Keyring.deserialize(open_sealed(root_key, KEYRING_PATH, entry.value))
-                if entry
-                else self._keys()[1]
-            )
+            current = await self._open_keyring(root_key, entry.value) if entry else self._keys()[1]
             rotated = current.rotated()
             await self._store_keyring(root_key, rotated, expect=entry.revision if entry else 0)
             self.cache.clear()
             self._keyring = rotated
             return rotated.active.term
+
+    async def rewrite_keyring(self) -> None:
+        """Store the keyring again, wrapped as the seal in force says (after a seal
+        migration or an HSM key rotation), so the old seal is no longer needed for it."""
+        async with self._rotate_lock:
+            root_key, keyring = self._keys()
+            entry = await self.physical.get(KEYRING_PATH)
+            await self._store_keyring(root_key, keyring, expect=entry.revision if entry else 0)
 
     async def reload_keyring(self) -> None:
         """Re-read the keyring after another node rotated it."""
@@ -145,9 +151,10 @@ class Barrier:
         cache.store(key, value, epoch)
         return value
 
-    async def put(self, key: str, value: bytes) -> int:
+    async def put(self, key: str, value: bytes, *, wrap: bool = False) -> int:
+        """``wrap``: the frame is wrapped by the HSM too (when there is one)."""
         check_writable(key)  # also for writes that bypass the views (see readonly)
-        frame = self._encrypt(key, value)
+        frame = await self._wrap(key, self._encrypt(key, value), wrap)
         try:
             return await self.physical.put(key, frame)
         finally:  # also on failure: the write may have landed (an unconfirmed Raft write)
@@ -165,12 +172,17 @@ class Barrier:
         self._keys()
         return await self.physical.list(prefix)
 
-    async def commit(self, ops: Sequence[TxnOp]) -> int:
+    async def commit(
+        self, ops: Sequence[TxnOp], *, wrap: Callable[[str], bool] | None = None
+    ) -> int:
+        """``wrap``: which of the keys are wrapped by the HSM too (when there is one)."""
         encrypted: list[TxnOp] = []
         check_writes(ops)
         for op in ops:
             if isinstance(op, Put):
-                encrypted.append(Put(op.key, self._encrypt(op.key, op.value), op.expect))
+                frame = self._encrypt(op.key, op.value)
+                frame = await self._wrap(op.key, frame, wrap is not None and wrap(op.key))
+                encrypted.append(Put(op.key, frame, op.expect))
             else:
                 self._keys()
                 encrypted.append(op)
@@ -190,7 +202,21 @@ class Barrier:
         entry = await self.physical.get(key)
         if entry is None:
             return None
-        return StoredValue(key, self._decrypt(key, entry.value), entry.revision)
+        frame = await self._unwrap(key, entry.value)
+        return StoredValue(key, self._decrypt(key, frame), entry.revision)
+
+    async def _unwrap(self, key: str, frame: bytes) -> bytes:
+        if not frame.startswith(MAGIC):
+            return frame
+        unwrapper = self.wrapper or self.unwrapper
+        if unwrapper is None:
+            raise StorageError(f"{key} is seal-wrapped and this server has no HSM seal")
+        return await unwrapper.decrypt(frame[len(MAGIC) :], key)
+
+    async def _wrap(self, key: str, frame: bytes, wrap: bool) -> bytes:
+        if not wrap or self.wrapper is None:
+            return frame
+        return MAGIC + await self.wrapper.encrypt(frame, key)
 
     def _encrypt(self, key: str, value: bytes) -> bytes:
         _, keyring = self._keys()
@@ -215,4 +241,13 @@ class Barrier:
 
     async def _store_keyring(self, root_key: bytes, keyring: Keyring, expect: int) -> None:
         frame = seal_value(root_key, 0, KEYRING_PATH, keyring.serialize())
+        # Under an HSM seal the keyring is always seal-wrapped, as in the reference.
+        frame = await self._wrap(KEYRING_PATH, frame, True)
         await self.physical.commit([Put(KEYRING_PATH, frame, expect)])
+
+    async def _open_keyring(self, root_key: bytes, frame: bytes) -> Keyring:
+        frame = await self._unwrap(KEYRING_PATH, frame)
+        try:
+            return Keyring.deserialize(open_sealed(root_key, KEYRING_PATH, frame))
+        except DecryptionError as exc:
+            raise StorageError("keyring does not open with this root key") from exc

@@ -55,6 +55,12 @@ class AutoUnsealer:
             return True
         if not await self.core.initialized():
             return False
+        if await self.core.lifecycle.migration():
+            log.warning(
+                "seal migration configured: unseal with -migrate using the old seal's keys",
+                extra={"event": "seal.migration_pending"},
+            )
+            return True  # the operators finish it; nothing to retry
         self.attempts += 1
         await self.core.unseal_with_stored_key()
         return True

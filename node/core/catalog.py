@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from node.barrier.seal_wrap import SealWrapStorage
 from node.barrier.view import BarrierView
 from node.core.login import IdentityLink
 from node.core.system.backend import SystemBackend
@@ -41,9 +42,14 @@ class Catalog:
             "identity": self._identity,
         }
 
-    def config_for(self, entry: MountEntry) -> BackendConfig:
+    def config_for(
+        self, entry: MountEntry, storage: SealWrapStorage | None = None
+    ) -> BackendConfig:
+        """``storage``: what the mount's view sits on (the barrier, wrapping as the mount says)."""
+        if storage is None:
+            storage = self._storage(entry)
         return BackendConfig(
-            storage=BarrierView(self._core.barrier, entry.storage_prefix),
+            storage=BarrierView(storage, entry.storage_prefix),
             mount=entry,
             system=CoreSystemView(self._core, entry),
             logger=logging.getLogger(f"coffer.backend.{entry.type}"),
@@ -51,11 +57,17 @@ class Catalog:
 
     def build(self, entry: MountEntry) -> Backend:
         """A new backend for ``entry``, set up (no I/O yet); 400 for an unknown type."""
-        config = self.config_for(entry)
+        storage = self._storage(entry)
+        config = self.config_for(entry, storage)
         factory = self._bound.get(entry.type) or factory_for(entry.type)
         backend = factory(config)
+        storage.declare(backend.seal_wrap_storage)
         backend.setup(config)
         return backend
+
+    def _storage(self, entry: MountEntry) -> SealWrapStorage:
+        """Seal wrap takes effect only under an HSM seal (``Barrier.wrapper``)."""
+        return SealWrapStorage(self._core.barrier, entry.storage_prefix, every=entry.seal_wrap)
 
     # -- the core's own backends ------------------------------------------------------
 

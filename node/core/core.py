@@ -39,7 +39,8 @@ from node.outbound import HttpClient
 from node.physical.base import PhysicalBackend
 from node.policy.store import PolicyStore
 from node.routing.router import Router
-from node.seal.factory import open_seal
+from node.seal.base import AutoSeal
+from node.seal.factory import migration_source, open_seal
 from node.tokens.entry import TokenEntry
 from node.tokens.expiration import ExpirationManager
 from node.tokens.store import TokenStore
@@ -93,11 +94,15 @@ class Core:
             disable_cache=self.settings.disable_cache,
         )
         stanza = self.settings.seal
-        seal = open_seal(
-            stanza.type if stanza else None, stanza.options if stanza else {}, physical, os.environ
-        )
-        self.lifecycle = Lifecycle(self.barrier, seal)
+        kind, options = (stanza.type, stanza.options) if stanza else (None, {})
+        seal = open_seal(kind, options, physical, os.environ)
+        old_seal = migration_source(kind, options, physical, os.environ)
+        self.lifecycle = Lifecycle(self.barrier, seal, old_seal)
         self.lifecycle.before_unseal = self._before_barrier_unseal
+        # Under an HSM seal, seal-wrapped values are wrapped by it (none under Shamir).
+        self.barrier.wrapper = self.lifecycle.auto_seal
+        if isinstance(old_seal, AutoSeal):  # migrated away from an HSM: wrapped entries still read
+            self.barrier.unwrapper = old_seal
         self.tokens = TokenStore(BarrierView(self.barrier, "sys/token/"))
         self.tokens.on_revoke.append(self._destroy_cubbyhole)
         self.expiration = ExpirationManager(self.tokens)
@@ -181,8 +186,9 @@ class Core:
             raise
         return output
 
-    async def unseal(self, key: str) -> SealStatus:
-        if await self.lifecycle.submit_share(key):
+    async def unseal(self, key: str, migrate: bool = False) -> SealStatus:
+        """``migrate``: the key is a share of the old seal of a seal migration."""
+        if await self.lifecycle.submit_share(key, migrate):
             await self._post_unseal()
         return await self.seal_status()
 
@@ -194,6 +200,7 @@ class Core:
             if seal is not None and not self.is_standby:
                 with contextlib.suppress(CofferError):  # retried at the next unseal
                     if await seal.rewrap_stored_keys():
+                        await self.barrier.rewrite_keyring()
                         log.info(
                             "stored keys re-encrypted with the current HSM key",
                             extra={"event": "seal.rewrapped"},
@@ -260,7 +267,10 @@ class Core:
 
     async def seal_status(self) -> SealStatus:
         config = await self.lifecycle.seal_config()
-        shares = await self.lifecycle.share_config() if config else None
+        shares = await self.lifecycle.share_config_for_status() if config else None
+        migration = await self.lifecycle.migration()
+        old = self.lifecycle.migrate_from
+        seal = old if migration and old is not None else self.lifecycle.seal
         progress = self.lifecycle.progress
         return SealStatus(
             type=config.type if config else self.lifecycle.seal.type,
@@ -274,7 +284,8 @@ class Core:
             cluster_name=self.cluster_name,
             cluster_id=self.cluster_id,
             storage_type=self.settings.storage_type,
-            recovery_seal=self.lifecycle.seal.recovery,
+            recovery_seal=seal.recovery,
+            migration=migration,
         )
 
     async def dev_bootstrap(self, root_token_id: str = "") -> InitOutput:

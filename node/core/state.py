@@ -22,6 +22,8 @@ class SealStatus:
     storage_type: str
     #: Under an HSM seal ``t``/``n`` count the recovery shares.
     recovery_seal: bool = False
+    #: The store is under the old seal of a configured seal migration (unseal with migrate).
+    migration: bool = False
 
     def to_json(self) -> dict[str, object]:
         body: dict[str, object] = {
@@ -34,7 +36,7 @@ class SealStatus:
             "nonce": self.nonce,
             "version": self.version,
             "build_date": "",
-            "migration": False,
+            "migration": self.migration,
             "recovery_seal": self.recovery_seal,
             "storage_type": self.storage_type,
         }

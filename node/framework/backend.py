@@ -42,6 +42,8 @@ class FrameworkBackend:
 
     type = "framework"
     help_text = ""
+    #: See ``node.logical.backend.Backend.seal_wrap_storage``; none by default.
+    seal_wrap_storage: tuple[str, ...] = ()
 
     def __init__(self, paths: Sequence[Path]) -> None:
         self.paths = list(paths)

@@ -22,6 +22,10 @@ class Backend(Protocol):
     """
 
     type: str
+    #: Storage keys (relative to the mount) seal-wrapped under an HSM seal even when
+    #: the mount's ``seal_wrap`` is off: an exact key, a prefix ending in ``/``, or
+    #: ``*`` (the reference's ``PathsSpecial.SealWrapStorage``).
+    seal_wrap_storage: tuple[str, ...]
 
     async def handle(self, request: Request) -> Response | None: ...
 

@@ -28,6 +28,17 @@ class Seal(Protocol):
         """The root key, once a quorum of the operators' shares is proven; raises otherwise."""
         ...
 
+    async def replace_share_secret(
+        self, old_parts: list[bytes], secret: bytes, shares: int, threshold: int
+    ) -> None:
+        """Rekey: make ``secret`` what the operators' shares combine into."""
+        ...
+
+    async def adopt(self, root_key: bytes, secret: bytes, shares: int, threshold: int) -> None:
+        """Seal migration: store ``root_key`` under this seal; the old shares' ``secret``
+        becomes what this seal's operator shares combine into."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -40,3 +51,9 @@ class AutoSeal(Seal, Protocol):
     async def stored_root_key(self) -> bytes: ...
 
     async def rewrap_stored_keys(self) -> bool: ...
+
+    async def encrypt(self, plaintext: bytes, path: str) -> bytes:
+        """A blob of ``plaintext`` bound to ``path`` (seal wrap uses it for mounts' values)."""
+        ...
+
+    async def decrypt(self, raw: bytes, path: str) -> bytes: ...

@@ -15,7 +15,7 @@ from node.seal.pkcs11_settings import (
 )
 from node.seal.shamir_seal import ShamirSeal
 
-__all__ = ["open_seal"]
+__all__ = ["migration_source", "open_seal"]
 
 
 def open_seal(
@@ -39,3 +39,25 @@ def open_seal(
     if is_disabled(options, environ):
         return ShamirSeal(physical)
     return Pkcs11Seal(physical, resolve_settings(options, environ))
+
+
+def migration_source(
+    kind: str | None,
+    options: Mapping[str, str],
+    physical: PhysicalBackend,
+    environ: Mapping[str, str],
+) -> Seal | None:
+    """The seal a store may be migrated *from* under this configuration (Vault's rules).
+
+    A ``seal "pkcs11"`` stanza in force can take over a Shamir store; the same stanza
+    with ``disabled = "true"`` names the HSM a store is migrated back to Shamir from.
+    Whether a migration is under way is decided by the stored seal config.
+    """
+    if kind is None:
+        kind = next((environ[n] for n in SEAL_TYPE_ENV if environ.get(n)), "shamir")
+        options = {}
+    if kind.strip().lower() != "pkcs11":
+        return None
+    if is_disabled(options, environ):
+        return Pkcs11Seal(physical, resolve_settings(options, environ))
+    return ShamirSeal(physical)

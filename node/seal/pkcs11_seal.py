@@ -22,14 +22,14 @@ from node.seal.hsm_blob import decode_blob, encode_blob
 from node.seal.pkcs11_settings import Pkcs11Settings
 from node.seal.pkcs11_token import Pkcs11Token
 from node.seal.shamir import ShamirError, combine, split
-from node.seal.shamir_seal import ROOT_KEY_PATH, InitResult
+from node.seal.shamir_seal import (
+    RECOVERY_CONFIG_PATH,
+    RECOVERY_KEY_PATH,
+    ROOT_KEY_PATH,
+    InitResult,
+)
 
 __all__ = ["RECOVERY_CONFIG_PATH", "RECOVERY_KEY_PATH", "Pkcs11Seal"]
-
-#: The recovery shares' count and threshold, in plaintext like the seal config.
-RECOVERY_CONFIG_PATH = "core/recovery-config"
-#: The recovery key, encrypted by the HSM.
-RECOVERY_KEY_PATH = "core/recovery-key"
 
 
 class Pkcs11Seal:
@@ -91,6 +91,22 @@ class Pkcs11Seal:
         )
         return InitResult(parts, root_key)
 
+    async def adopt(self, root_key: bytes, secret: bytes, shares: int, threshold: int) -> None:
+        """Seal migration from Shamir: the root key goes under the HSM and ``secret`` (the
+        old unseal key) becomes the recovery key, so the old unseal keys are the recovery keys.
+        """
+        await self.connect()
+        sealed_root = await self.encrypt(root_key, ROOT_KEY_PATH)
+        sealed_recovery = await self.encrypt(secret, RECOVERY_KEY_PATH)
+        await self._physical.commit(
+            [
+                Put(SEAL_CONFIG_PATH, SealConfig(self.type, 1, 1).serialize()),
+                Put(RECOVERY_CONFIG_PATH, SealConfig("shamir", shares, threshold).serialize()),
+                Put(ROOT_KEY_PATH, sealed_root),
+                Put(RECOVERY_KEY_PATH, sealed_recovery),
+            ]
+        )
+
     async def stored_root_key(self) -> bytes:
         """The root key, decrypted by the HSM: what auto-unseal runs on."""
         return await self.decrypt(await self._stored(ROOT_KEY_PATH), ROOT_KEY_PATH)
@@ -111,6 +127,19 @@ class Pkcs11Seal:
                 "invalid recovery key: the keys do not combine into the recovery key"
             )
         return await self.stored_root_key()
+
+    async def replace_share_secret(
+        self, old_parts: list[bytes], secret: bytes, shares: int, threshold: int
+    ) -> None:
+        """Recovery rekey: ``secret`` becomes the stored recovery key, split anew."""
+        await self.root_key_from_shares(old_parts)
+        sealed_recovery = await self.encrypt(secret, RECOVERY_KEY_PATH)
+        await self._physical.commit(
+            [
+                Put(RECOVERY_CONFIG_PATH, SealConfig("shamir", shares, threshold).serialize()),
+                Put(RECOVERY_KEY_PATH, sealed_recovery),
+            ]
+        )
 
     async def rewrap_stored_keys(self) -> bool:
         """Re-encrypt the stored keys with the current ``key_label`` if an older one made them.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from node.barrier.aead import DecryptionError, open_sealed, seal_value
 from node.errors import InvalidRequestError, StorageError
-from node.physical.base import PhysicalBackend, Put
+from node.physical.base import Delete, PhysicalBackend, Put
 from node.seal.config import SEAL_CONFIG_PATH, SealConfig
 from node.seal.shamir import ShamirError, combine, split
 
@@ -15,6 +15,9 @@ __all__ = ["ROOT_KEY_PATH", "InitResult", "ShamirSeal"]
 
 #: Physical key of the root key, encrypted under the unseal key.
 ROOT_KEY_PATH = "core/root-key"
+#: Written by the HSM seal (``pkcs11_seal``); removed when a store migrates to Shamir.
+RECOVERY_CONFIG_PATH = "core/recovery-config"
+RECOVERY_KEY_PATH = "core/recovery-key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +78,29 @@ class ShamirSeal:
             raise InvalidRequestError(
                 "unseal failed, invalid key: the keys do not combine into the unseal key"
             ) from exc
+
+    async def replace_share_secret(
+        self, old_parts: list[bytes], secret: bytes, shares: int, threshold: int
+    ) -> None:
+        """Rekey: the root key re-encrypted under a new unseal key ``secret``."""
+        root_key = await self.root_key_from_shares(old_parts)
+        await self._physical.commit(
+            [
+                Put(SEAL_CONFIG_PATH, SealConfig(self.type, shares, threshold).serialize()),
+                Put(ROOT_KEY_PATH, seal_value(secret, 0, ROOT_KEY_PATH, root_key)),
+            ]
+        )
+
+    async def adopt(self, root_key: bytes, secret: bytes, shares: int, threshold: int) -> None:
+        """Seal migration to Shamir: ``secret`` (the old recovery key) becomes the unseal key.
+
+        The HSM-era entries are removed, so the store is a plain Shamir store.
+        """
+        await self._physical.commit(
+            [
+                Put(SEAL_CONFIG_PATH, SealConfig(self.type, shares, threshold).serialize()),
+                Put(ROOT_KEY_PATH, seal_value(secret, 0, ROOT_KEY_PATH, root_key)),
+                Delete(RECOVERY_CONFIG_PATH),
+                Delete(RECOVERY_KEY_PATH),
+            ]
+        )

@@ -6,11 +6,16 @@ where ``.ci/run`` installs the Debian ``softhsm2`` package).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
+from api.app import create_app
+from node.physical.inmem import InmemBackend
 from tests.conftest import require
+from tests.hsm.nodes import HsmNode, hsm_core
 from tests.hsm.softhsm import SoftHsm, available, find_library
 from tests.integration.conftest import coffer  # noqa: F401 (the real-server fixture)
 
@@ -25,3 +30,15 @@ def softhsm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SoftHsm:
     # Read by the library in this process and inherited by server processes.
     monkeypatch.setenv("SOFTHSM2_CONF", str(hsm.conf))
     return hsm
+
+
+@pytest.fixture
+async def node(softhsm: SoftHsm) -> AsyncIterator[HsmNode]:
+    physical = InmemBackend()
+    core = hsm_core(physical, softhsm, softhsm.init_token())
+    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
+    await client.start_server()
+    try:
+        yield HsmNode(core, client, physical)
+    finally:
+        await client.close()

@@ -8,57 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
 
-from api.app import create_app
-from node.config.model import SealStanza
 from node.core.auto_unseal import AutoUnsealer
-from node.core.core import Core, CoreSettings
+from node.core.core import Core
 from node.errors import CofferError
 from node.physical.inmem import InmemBackend
 from node.seal.config import SealTypeMismatchError
-from tests.api.helpers import Reply, assert_error, call
+from tests.api.helpers import assert_error, call
+from tests.hsm.nodes import HsmNode, hsm_core, init, seal_status
 from tests.hsm.softhsm import SoftHsm
-
-
-@dataclass
-class HsmNode:
-    core: Core
-    client: TestClient[Any, Any]
-    physical: InmemBackend
-
-
-def hsm_core(physical: InmemBackend, softhsm: SoftHsm, token: str, **extra: str) -> Core:
-    stanza = SealStanza("pkcs11", softhsm.options(token, **extra))
-    return Core(physical, CoreSettings(seal=stanza))
-
-
-@pytest.fixture
-async def node(softhsm: SoftHsm) -> AsyncIterator[HsmNode]:
-    physical = InmemBackend()
-    core = hsm_core(physical, softhsm, softhsm.init_token())
-    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
-    await client.start_server()
-    try:
-        yield HsmNode(core, client, physical)
-    finally:
-        await client.close()
-
-
-async def init(node: HsmNode, body: dict[str, Any]) -> Reply:
-    return await call(node.client, "PUT", "/v1/sys/init", json_body=body)
-
-
-async def seal_status(node: HsmNode) -> dict[str, Any]:
-    reply = await call(node.client, "GET", "/v1/sys/seal-status")
-    assert reply.status == 200, str(reply)
-    body: dict[str, Any] = reply.body
-    return body
 
 
 async def test_seal_status_before_init(node: HsmNode) -> None:
@@ -199,14 +160,27 @@ async def test_restart_on_the_same_storage_unseals_and_rewraps_after_a_rotation(
     await second.close()
 
 
-async def test_a_shamir_store_is_not_unsealed_by_an_hsm_server(softhsm: SoftHsm) -> None:
+async def test_a_shamir_store_under_an_hsm_server_waits_for_a_migration(
+    softhsm: SoftHsm,
+) -> None:
+    """As Vault: the HSM stanza on a Shamir store is a seal migration, finished by operators."""
     physical = InmemBackend()
     shamir = Core(physical)
     await shamir.initialize(1, 1)
     hsm = hsm_core(physical, softhsm, softhsm.init_token())
     given_up: list[CofferError] = []
-    # Not retried: the loop ends and hands the error to the server, which exits.
     await asyncio.wait_for(AutoUnsealer(hsm, on_fatal=given_up.append).run(), 10)
-    assert len(given_up) == 1 and isinstance(given_up[0], SealTypeMismatchError)
-    assert "initialized with seal type shamir" in str(given_up[0])
-    assert hsm.sealed
+    assert given_up == [] and hsm.sealed
+    status = (await hsm.seal_status()).to_json()
+    assert (status["migration"], status["type"], status["recovery_seal"]) == (True, "shamir", False)
+
+
+async def test_an_hsm_store_is_refused_by_a_shamir_server(softhsm: SoftHsm) -> None:
+    physical = InmemBackend()
+    hsm = hsm_core(physical, softhsm, softhsm.init_token())
+    output = await hsm.initialize(0, 0, 1, 1)
+    await hsm.close()
+    shamir = Core(physical)  # no stanza at all: no migration is configured
+    with pytest.raises(SealTypeMismatchError, match="initialized with seal type pkcs11"):
+        await shamir.unseal(output.recovery_keys_hex[0])
+    assert shamir.sealed

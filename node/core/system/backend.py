@@ -20,6 +20,7 @@ from node.core.system.mounts import MountPaths
 from node.core.system.namespaces import NamespacePaths
 from node.core.system.policies import CapabilityPaths, PolicyPaths
 from node.core.system.raft import RaftPaths
+from node.core.system.rekey import RekeyPaths
 from node.core.system.step_down import StepDownPaths
 from node.core.system.telemetry import TelemetryPaths
 from node.core.system.ui_mounts import UiMountPaths
@@ -51,6 +52,7 @@ class SystemBackend(FrameworkBackend):
         self.namespace = namespace
         groups: list[PathGroup] = [
             KeyPaths(core),
+            RekeyPaths(core),
             MountPaths(core, namespace),
             PolicyPaths(core, namespace),
             CapabilityPaths(core, namespace),

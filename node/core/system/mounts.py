@@ -42,6 +42,7 @@ _TUNE_FIELDS = {
     "token_type": Field(
         FieldType.STRING, "Auth methods: default-service, default-batch, service or batch."
     ),
+    "seal_wrap": Field(FieldType.BOOL, "Fixed when the mount is enabled; a change is refused."),
 }
 
 #: Values of ``listing_visibility``; "" and "hidden" both keep a mount out of
@@ -286,6 +287,8 @@ class _TablePaths:
 
     async def _tune(self, request: Request, data: FieldData) -> None:
         entry = self._find(data)
+        if data.given("seal_wrap") and bool(data.get("seal_wrap")) != entry.seal_wrap:
+            raise InvalidRequestError("seal_wrap cannot be changed after the mount is enabled")
         config = dict(entry.config)
         config.update(_config({k: data.get(k) for k in _TUNED_CONFIG if data.given(k)}))
         if data.given("token_type"):

@@ -17,6 +17,8 @@ __all__ = ["KVv1Backend"]
 
 class KVv1Backend(FrameworkBackend):
     type = "kv"
+    #: Every entry is a secret: all seal-wrapped under an HSM seal (the reference's passthrough).
+    seal_wrap_storage: tuple[str, ...] = ("*",)
     help_text = "The key-value (version 1) engine stores arbitrary JSON objects at paths."
 
     def __init__(self, view: BarrierView) -> None:

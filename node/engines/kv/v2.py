@@ -44,6 +44,8 @@ def invalid_path_warning(operation: Operation) -> str:
 
 class KVv2Backend(FrameworkBackend):
     type = "kv"
+    #: The secrets themselves; seal-wrapped under an HSM seal, as the reference's KV v2.
+    seal_wrap_storage: tuple[str, ...] = ("versions/",)
     help_text = (
         "The key-value (version 2) engine keeps a history of versions for each secret: "
         "data/ reads and writes them, metadata/ configures and lists keys, "

@@ -63,8 +63,8 @@ def test_init_table(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> N
     server.on("PUT", "/v1/sys/init", INIT_RESPONSE)
     code, out, err = run(capsys, "operator", "init", "-key-shares=3", "-key-threshold=2")
     assert (code, err) == (0, "")
-    seen = server.only()
-    assert (seen.method, seen.path) == ("PUT", "/v1/sys/init")
+    assert server.calls() == [("GET", "/v1/sys/seal-status"), ("PUT", "/v1/sys/init")]
+    seen = server.last()
     assert seen.body == {"secret_shares": 3, "secret_threshold": 2}
     assert seen.headers["content-type"] == "application/json"
     assert "x-service-token" not in seen.headers
@@ -103,7 +103,7 @@ def test_init_json_uses_the_vault_cli_shape(
 def test_init_defaults(server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
     server.on("PUT", "/v1/sys/init", INIT_RESPONSE)
     assert run(capsys, "operator", "init")[0] == 0
-    assert server.only().body == {"secret_shares": 5, "secret_threshold": 3}
+    assert server.last().body == {"secret_shares": 5, "secret_threshold": 3}
 
 
 @pytest.mark.parametrize(("initialized", "code"), [(True, 0), (False, 2)])
