@@ -19,9 +19,9 @@ from api.app import create_app
 from node.config.model import SealStanza
 from node.core.auto_unseal import AutoUnsealer
 from node.core.core import Core, CoreSettings
-from node.errors import CofferError
 from node.physical.inmem import InmemBackend
 from node.seal.config import SealTypeMismatchError
+from sdk.errors import CofferError
 from tests.api.helpers import Reply, assert_error, call
 from tests.hsm.softhsm import SoftHsm
 
