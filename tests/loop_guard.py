@@ -59,6 +59,6 @@ def allow(blockbuster: BlockBuster) -> None:
 @pytest.fixture(autouse=True)
 def _no_blocking_on_the_loop() -> Iterator[BlockBuster]:
     """Autouse, so it is set up before and torn down after every other fixture."""
-    with blockbuster_ctx(["node", "api", "consensus"]) as blockbuster:
+    with blockbuster_ctx(["node", "api", "consensus", "sdk"]) as blockbuster:
         allow(blockbuster)
         yield blockbuster
