@@ -26,11 +26,11 @@ typecheck: $(STAMP)
 
 # pytest exits 5 when it collected nothing; scripts/run_pytest.py turns that (and an
 # all-skipped run) into a failure. COV_FLOOR is the suite's measured line coverage of
-# node, api and consensus (in-process only): raise it as coverage grows, never lower
+# node, api, consensus and sdk (in-process only): raise it as coverage grows, never lower
 # it (docs/architecture.md, "Guards"). `make test PYTEST_ARGS=tests/api COV_ARGS=`
 # runs a subset without the floor.
 COV_FLOOR := 87
-COV_ARGS  ?= --cov=node --cov=api --cov=consensus --cov-report=term:skip-covered \
+COV_ARGS  ?= --cov=node --cov=api --cov=consensus --cov=sdk --cov-report=term:skip-covered \
              --cov-fail-under=$(COV_FLOOR)
 test: lint typecheck
 	$(BIN)/python scripts/run_pytest.py -q $(COV_ARGS) $(PYTEST_ARGS)

@@ -27,7 +27,7 @@ from node.cluster.consistency import (
     required_index,
 )
 from node.cluster.errors import IndexNotReachedError
-from node.errors import CofferError
+from sdk.errors import CofferError
 
 __all__ = [
     "INDEX_HEADER",

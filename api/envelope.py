@@ -6,8 +6,8 @@ from typing import Any
 
 from aiohttp import web
 
-from node import jsoncodec
 from node.logical.response import Response
+from sdk import jsoncodec
 
 __all__ = ["encode_json", "error_response", "json_response", "render"]
 
@@ -15,7 +15,7 @@ _HEADERS = {"Cache-Control": "no-store"}
 
 
 def encode_json(body: Any) -> bytes:
-    """Compact UTF-8 JSON (``node.jsoncodec.dumps``: orjson, exact as the standard library)."""
+    """Compact UTF-8 JSON (``sdk.jsoncodec.dumps``: orjson, exact as the standard library)."""
     return jsoncodec.dumps(body)
 
 

@@ -13,7 +13,7 @@ from api.envelope import error_response
 from api.keys import CORE
 from api.preauth import authenticate_early
 from api.translate import operation_of
-from node.errors import CofferError
+from sdk.errors import CofferError
 
 __all__ = ["checked_expect", "plain_expect", "with_expect"]
 

@@ -79,8 +79,8 @@ from node.cluster.relay import Relayed, RelayRefusedError, body_digest, sign_rel
 from node.cluster.role import HAState
 from node.cluster.staleness import LEADER_LOST
 from node.core.core import Core
-from node.errors import CofferError
 from node.outbound import DEFAULT_TIMEOUT, HttpClient, HttpReply
+from sdk.errors import CofferError
 
 __all__ = ["FORWARDER", "INDEX_HEADER", "Forwarder", "forwarding_middleware", "redirect"]
 

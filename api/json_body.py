@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from node import jsoncodec
-from node.errors import InvalidRequestError
+from sdk import jsoncodec
+from sdk.errors import InvalidRequestError
 
 __all__ = ["MAX_JSON_DEPTH", "TooDeep", "decode_bounded", "decode_json"]
 
@@ -35,7 +35,7 @@ MAX_JSON_DEPTH = 500
 _ORJSON_DEPTH = 1024
 _PAD = _ORJSON_DEPTH - MAX_JSON_DEPTH
 _OPEN, _CLOSE = b"[" * _PAD, b"]" * _PAD
-#: As ``node.jsoncodec``: a run of digits that may be an integer beyond 64 bits,
+#: As ``sdk.jsoncodec``: a run of digits that may be an integer beyond 64 bits,
 #: which only the standard library reads exactly.
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
@@ -46,7 +46,7 @@ class TooDeep(InvalidRequestError):
 
 
 def decode_json(raw: bytes) -> Any:
-    """A body's JSON (``node.jsoncodec.loads``: orjson, exact as the standard library)."""
+    """A body's JSON (``sdk.jsoncodec.loads``: orjson, exact as the standard library)."""
     return jsoncodec.loads(raw)
 
 

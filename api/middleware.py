@@ -16,8 +16,8 @@ from aiohttp import web
 from api.envelope import error_response
 from api.keys import CORE
 from api.listener import request_finished, request_started
-from node.errors import CofferError
-from node.random_pool import random_bytes
+from sdk.errors import CofferError
+from sdk.random_pool import random_bytes
 
 __all__ = ["REQUEST_ID", "edge_middleware", "middlewares", "new_request_id"]
 

@@ -18,8 +18,8 @@ from aiohttp import web
 from api.keys import CORE
 from api.middleware import REQUEST_ID
 from api.translate import BODY_LIMIT, client_token, header
-from node.errors import CofferError, PermissionDeniedError
 from node.logical.request import Operation, Request
+from sdk.errors import CofferError, PermissionDeniedError
 
 __all__ = ["authenticate_early"]
 

@@ -20,14 +20,14 @@ from node.cluster.cluster import Cluster
 from node.cluster.membership import answer_membership
 from node.core.health import NodeRole, parse_health_query
 from node.core.system.raft import SNAPSHOT_FIELD
-from node.errors import (
+from node.logical.request import Operation, Request
+from node.version import VERSION
+from sdk.errors import (
     InvalidRequestError,
     MethodNotAllowedError,
     NotInitializedError,
     SealedError,
 )
-from node.logical.request import Operation, Request
-from node.version import VERSION
 
 __all__ = ["NOT_JOINED", "sys_routes"]
 

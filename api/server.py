@@ -23,11 +23,11 @@ from api.tls import CertificateReloader
 from node.config import ConfigError, ListenerConfig, ServerConfig, dev_config, load_config
 from node.core.auto_unseal import AutoUnsealer
 from node.core.core import Core, CoreSettings, InitOutput
-from node.errors import CofferError
 from node.observability.logging import configure_logging
 from node.observability.statsd import StatsdPusher
 from node.physical.factory import open_backend
 from node.seal.pkcs11_token import HsmUnavailableError
+from sdk.errors import CofferError
 
 __all__ = ["main", "split_address"]
 

@@ -14,9 +14,9 @@ from aiohttp.web_protocol import RequestPayloadError
 
 from api.json_body import decode_bounded, decode_json
 from api.keys import LIMITS
-from node.errors import InvalidRequestError, MethodNotAllowedError
 from node.framework.fields import parse_duration
 from node.logical.request import Operation, Request
+from sdk.errors import InvalidRequestError, MethodNotAllowedError
 
 __all__ = [
     "BODY_LIMIT",

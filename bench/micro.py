@@ -12,8 +12,8 @@ import timeit
 from typing import Any
 
 from api import envelope, translate
-from node import jsoncodec
 from node.logical.response import Response
+from sdk import jsoncodec
 
 __all__ = ["codec_records"]
 

@@ -23,7 +23,7 @@ __all__ = ["main"]
 def _use_stdlib_json() -> None:
     import api.envelope
     import api.translate
-    from node import jsoncodec
+    from sdk import jsoncodec
 
     # Both modules look their codec up at call time.
     api.envelope.encode_json = jsoncodec.stdlib_dumps

@@ -101,7 +101,7 @@ def measure_replica(count: int, root: Path) -> dict[str, Any]:
 
     from consensus.backend import RaftBackend
     from harness.raft import make_config
-    from node.physical.base import Put
+    from sdk.physical import Put
 
     async def run() -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)

@@ -25,7 +25,9 @@ def provenance() -> str:
     """``2026-11-25 10:30 UTC, commit abc1234`` (``+ uncommitted changes`` when the
     code that runs or is run has some)."""
     commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--", "node", "api", "consensus", "cli", "deploy", "chaos"):
+    if _git(
+        "status", "--porcelain", "--", "node", "api", "consensus", "cli", "sdk", "deploy", "chaos"
+    ):
         commit += " + uncommitted changes"
     return f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}"
 

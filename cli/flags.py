@@ -14,7 +14,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from node.durations import UNIT_SECONDS, UNITS
+from sdk.durations import UNIT_SECONDS, UNITS
 
 __all__ = [
     "FALSE_WORDS",

@@ -80,8 +80,8 @@ def run_delete(args: argparse.Namespace, ctx: Context) -> int:
 
 def _rules(name: str, text: str) -> object:
     """The parsed rules (the server's own parser), or the reason the policy is invalid."""
-    from node.errors import InvalidRequestError
     from node.policy.parser import parse_policy
+    from sdk.errors import InvalidRequestError
 
     try:
         return parse_policy(name, text).rules

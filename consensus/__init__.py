@@ -4,7 +4,7 @@ The only package that knows pysyncobj exists: a pinned, changed copy lives
 in ``consensus/_vendor/pysyncobj`` (changes listed in DESIGN.md). It holds
 ciphertext only: keys are storage paths and values arrive already encrypted
 by the barrier.
-``RaftBackend`` implements ``node.physical.base.PhysicalBackend`` on top of a
+``RaftBackend`` implements ``sdk.physical.PhysicalBackend`` on top of a
 pysyncobj replica; see ``consensus/DESIGN.md`` for how each of the library's
 sharp edges (pysyncobj.md) is handled.
 """

@@ -48,16 +48,16 @@ from consensus.commands import (
 from consensus.config import RaftConfig
 from consensus.membership import Membership, Server
 from consensus.node import RaftNode
-from consensus.pki import RaftTLS
 from consensus.snapshot import SnapshotError, decode_snapshot, encode_snapshot
 from consensus.state import ChangeSet
-from node.errors import (
+from sdk.certs import RaftTLS
+from sdk.errors import (
     InvalidRequestError,
     PayloadTooLargeError,
     RevisionMismatchError,
     StorageError,
 )
-from node.physical.base import Delete, Entry, Put, TxnOp, validate_key
+from sdk.physical import Delete, Entry, Put, TxnOp, validate_key
 
 __all__ = ["RaftBackend"]
 

@@ -47,7 +47,7 @@ from consensus.commands import (
     decode_result,
     encode_batch,
 )
-from node.errors import StorageError
+from sdk.errors import StorageError
 
 __all__ = ["CommitBatcher", "Outcome"]
 

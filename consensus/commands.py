@@ -24,9 +24,9 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
-from node import jsoncodec
-from node.physical.base import Check, Delete, Put, TxnOp
-from node.random_pool import random_hex
+from sdk import jsoncodec
+from sdk.physical import Check, Delete, Put, TxnOp
+from sdk.random_pool import random_hex
 
 __all__ = [
     "BATCH_OVERHEAD",

@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from consensus._vendor.pysyncobj import SyncObjConf
-from consensus.pki import RaftTLS
 from consensus.wire import APPEND_BATCH_BYTES, MAX_SNAPSHOT_CHUNK_BYTES
+from sdk.certs import RaftTLS
 
 __all__ = [
     "Durability",

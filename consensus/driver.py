@@ -29,9 +29,10 @@ from consensus.local import (
     store_founding_peers,
     was_removed,
 )
-from consensus.pki import RaftTLS, node_tls
+from consensus.pki import node_tls
 from consensus.state import KVState
-from node.errors import StorageError
+from sdk.certs import RaftTLS
+from sdk.errors import StorageError
 
 __all__ = ["ConsensusDriver"]
 

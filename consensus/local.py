@@ -24,7 +24,7 @@ from consensus.commands import CommandError, decode_command
 from consensus.journal import DurableJournal, write_file_atomically
 from consensus.snapshot import SnapshotError, decode_snapshot
 from consensus.state import KVState
-from node.errors import StorageError
+from sdk.errors import StorageError
 
 __all__ = [
     "REMOVED_MARKER",

@@ -18,7 +18,7 @@ from consensus.bridge import FAIL_NAMES, LoopBridge
 from consensus.commands import Command, MemberChange, Result, new_command_id
 from consensus.config import RaftConfigError, parse_address
 from consensus.node import RaftNode
-from node.errors import InvalidRequestError, StorageError
+from sdk.errors import InvalidRequestError, StorageError
 
 __all__ = ["Membership", "Server"]
 

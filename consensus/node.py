@@ -42,12 +42,13 @@ from consensus._vendor.pysyncobj.poller import POLL_EVENT_TYPE
 from consensus.config import Durability, RaftConfig, to_syncobj_conf
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
-from consensus.pki import RaftTLS, reload_certificate, tls_contexts
+from consensus.pki import reload_certificate, tls_contexts
 from consensus.snapshot import SnapshotError
 from consensus.state import ChangeSet, KVState
 from consensus.state_machine import Listener, ReplicatedStore
 from consensus.transport import CofferTransport
-from node.errors import StorageError
+from sdk.certs import RaftTLS
+from sdk.errors import StorageError
 
 __all__ = ["RaftNode"]
 

@@ -7,7 +7,7 @@ else it knows (the Fernet password included; it stays inside TLS for now).
 Peers are addressed by IP and port, so the identity checked is "issued by
 this cluster's CA", not a host name.
 
-The certificates themselves come from :mod:`node.cluster.certs`: a random
+The certificates themselves come from :mod:`sdk.certs`: a random
 cluster CA made at ``sys/init`` and kept in replicated storage sealed under a
 key only unsealed nodes hold, and a key pair and certificate per node, issued
 by the leader in the join challenge and reissued before they expire
@@ -24,22 +24,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 
 from consensus.journal import write_file_atomically
-from node.cluster.certs import (
-    RaftTLS,
-    create_cluster_ca,
-    derive_cluster_ca,
-    issue_node_certificate,
-)
+from sdk.certs import RaftTLS, derive_cluster_ca
 
-__all__ = [
-    "RaftTLS",
-    "create_cluster_ca",
-    "derive_cluster_ca",
-    "issue_node_certificate",
-    "node_tls",
-    "reload_certificate",
-    "tls_contexts",
-]
+__all__ = ["node_tls", "reload_certificate", "tls_contexts"]
 
 
 def node_tls(cluster_secret: bytes, node_id: str, host: str) -> RaftTLS:

@@ -44,8 +44,8 @@ from consensus.commands import (
     Result,
     Txn,
 )
-from node.errors import InvalidRequestError
-from node.physical.base import Check, Delete, Put, children_of, validate_key
+from sdk.errors import InvalidRequestError
+from sdk.physical import Check, Delete, Put, children_of, validate_key
 
 __all__ = ["IDEMPOTENCY_WINDOW", "ChangeSet", "KVState", "StateImage"]
 

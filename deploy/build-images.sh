@@ -94,7 +94,7 @@ fi
 
 src=$(mktemp -d /tmp/coffer-src.XXXXXX)
 trap 'rm -rf "$src"' EXIT
-tar -c --exclude=__pycache__ --exclude='*.pyc' pyproject.toml README.md node api consensus cli |
+tar -c --exclude=__pycache__ --exclude='*.pyc' pyproject.toml README.md node api consensus cli sdk |
   tar -x -C "$src"
 rm -f "$WHEELS"/app/*.whl
 # 1980-01-01: the earliest zip timestamp, so the same sources give the same bytes.

@@ -23,8 +23,8 @@ from typing import Any
 from consensus import Durability, RaftBackend, RaftConfig
 from consensus.pki import node_tls
 from consensus.snapshot import decode_snapshot
-from node.errors import CofferError
-from node.physical.base import Put
+from sdk.errors import CofferError
+from sdk.physical import Put
 
 
 class Load:

@@ -62,6 +62,6 @@ def _no_blocking_on_the_loop() -> Iterator[BlockBuster]:
     fixture, so it covers every test and every fixture's setup and teardown. Once per
     session, not per test: wrapping and unwrapping ~60 functions cost ~3.6 ms a test
     (docs/performance.md, "Test suite time"); the check itself runs at each call."""
-    with blockbuster_ctx(["node", "api", "consensus"]) as blockbuster:
+    with blockbuster_ctx(["node", "api", "consensus", "sdk"]) as blockbuster:
         allow(blockbuster)
         yield blockbuster

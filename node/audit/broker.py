@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 
 from node.audit.device import AuditDevice
 from node.audit.entry import AuditInput
-from node.errors import CofferError
 from node.logical.response import Response
+from sdk.errors import CofferError
 
 __all__ = ["AuditBroker", "AuditFailedError"]
 

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from node import jsoncodec
 from node.audit.hashing import elide_list, hash_values
 from node.audit.options import FormatOptions
 from node.logical.request import Request
 from node.logical.response import Auth, Response
 from node.tokens.entry import TokenEntry
+from sdk import jsoncodec
 
 __all__ = ["AuditInput", "request_entry", "response_entry", "rfc3339"]
 

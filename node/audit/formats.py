@@ -11,7 +11,7 @@ from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
-from node import jsoncodec
+from sdk import jsoncodec
 
 __all__ = ["render"]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from node import jsoncodec
+from sdk import jsoncodec
 
 __all__ = ["AuditLine", "AuditLineError", "parse_line", "parse_log"]
 

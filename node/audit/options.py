@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from logging.handlers import SysLogHandler
 from typing import Any
 
-from node.errors import InvalidRequestError
 from node.framework.fields import parse_duration
+from sdk.errors import InvalidRequestError
 
 __all__ = ["DEVICE_TYPES", "FormatOptions", "check_options", "parse_bool"]
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from node.audit.options import DEVICE_TYPES
 from node.audit.table import AuditTable
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT
+from sdk.errors import InvalidRequestError
 
 __all__ = ["AuditPaths"]
 

@@ -24,9 +24,9 @@ from node.audit.options import check_options
 from node.audit.salt import new_salt
 from node.audit.trail import NULL_TRAIL, AuditTrail, Trail
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError
 from node.logical.request import Request
 from node.tokens.entry import TokenEntry
+from sdk.errors import InvalidRequestError
 
 __all__ = ["AUDIT_TABLE_KEY", "AuditTable"]
 

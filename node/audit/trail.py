@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from node.audit.broker import AuditBroker, AuditFailedError
 from node.audit.entry import AuditInput
-from node.errors import CofferError
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.tokens.entry import TokenEntry
+from sdk.errors import CofferError
 
 if TYPE_CHECKING:
     from node.namespaces.model import Namespace

@@ -26,8 +26,8 @@ from node.barrier.cache import DEFAULT_CACHE_SIZE, MISS, ReadCache
 from node.barrier.keyring import Keyring
 from node.barrier.readonly import check_writable, check_writes
 from node.barrier.seal_wrap import MAGIC, SealWrapper
-from node.errors import SealedError, StorageError
-from node.physical.base import Check, PhysicalBackend, Put, TxnOp
+from sdk.errors import SealedError, StorageError
+from sdk.physical import Check, PhysicalBackend, Put, TxnOp
 
 log = logging.getLogger("coffer.barrier")
 

@@ -5,7 +5,7 @@ node: a write a standby made while answering a request would race the active
 node's own view of that data (caches, leases, use counts). So the pipeline
 handles a request on a standby inside :func:`read_only`, and every storage
 view (and the barrier below them) refuses a write there with
-:class:`~node.errors.ReadOnlyError`; the pipeline then hands the whole request
+:class:`~sdk.errors.ReadOnlyError`; the pipeline then hands the whole request
 to the active node instead. The scope remembers the refusal, so a handler
 that swallows the error cannot make a half-done request look done.
 
@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from node.errors import ReadOnlyError
-from node.physical.base import Check, TxnOp
+from sdk.errors import ReadOnlyError
+from sdk.physical import Check, TxnOp
 
 __all__ = ["ReadOnlyScope", "check_writable", "check_writes", "read_only"]
 

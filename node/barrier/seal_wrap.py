@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from node.physical.base import TxnOp
+from sdk.physical import TxnOp
 
 if TYPE_CHECKING:
     from node.barrier.barrier import Barrier, StoredValue

@@ -10,11 +10,11 @@ import builtins
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from node import jsoncodec
 from node.barrier.barrier import StoredValue
 from node.barrier.readonly import check_writable, check_writes
-from node.errors import InvalidRequestError
-from node.physical.base import Check, Delete, Put, TxnOp
+from sdk import jsoncodec
+from sdk.errors import InvalidRequestError
+from sdk.physical import Check, Delete, Put, TxnOp
 
 __all__ = ["BarrierView", "Storage"]
 

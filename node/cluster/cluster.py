@@ -43,16 +43,16 @@ from node.cluster.storage import RaftStorage
 from node.cluster.tls_keeper import TLSKeeper
 from node.cluster.tls_keyring import issue_at_init
 from node.cluster.watch import Watcher
-from node.errors import (
+from node.outbound import HttpClient
+from node.seal.config import SEAL_CONFIG_PATH
+from node.seal.shamir_seal import ROOT_KEY_PATH
+from sdk.errors import (
     AlreadyInitializedError,
     CofferError,
     InvalidRequestError,
     SealedError,
     StorageError,
 )
-from node.outbound import HttpClient
-from node.seal.config import SEAL_CONFIG_PATH
-from node.seal.shamir_seal import ROOT_KEY_PATH
 
 __all__ = ["Cluster", "ClusterSettings"]
 

@@ -21,7 +21,7 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 __all__ = ["Inconsistent", "encode_state", "parse_inconsistent", "required_index"]
 

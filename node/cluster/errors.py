@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from node.errors import CofferError
+from sdk.errors import CofferError
 
 __all__ = [
     "ClusterUnavailableError",

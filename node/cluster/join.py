@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from node.cluster.errors import ClusterUnavailableError, TooManyJoinsError
-from node.errors import InvalidRequestError, PermissionDeniedError
 from node.outbound import HttpClient, OutboundError
+from sdk.errors import InvalidRequestError, PermissionDeniedError
 
 __all__ = [
     "Challenges",

@@ -13,14 +13,14 @@ import time
 from typing import TYPE_CHECKING
 
 from node.barrier.barrier import KEYRING_PATH
-from node.cluster.certs import RaftTLS
 from node.cluster.errors import ClusterUnavailableError, RemovedError
 from node.cluster.join import fetch_challenge, send_answer
 from node.cluster.secrets import challenge_key, open_challenge, raft_secret, raft_tls_key
 from node.cluster.tls_keyring import open_node
-from node.errors import CofferError, InvalidRequestError, StorageError
 from node.seal.config import SEAL_CONFIG_PATH
 from node.seal.shamir_seal import ROOT_KEY_PATH
+from sdk.certs import RaftTLS
+from sdk.errors import CofferError, InvalidRequestError, StorageError
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster

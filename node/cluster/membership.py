@@ -14,8 +14,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from node.cluster.secrets import sign, verify
-from node.errors import PermissionDeniedError
 from node.outbound import OutboundError
+from sdk.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster

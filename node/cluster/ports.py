@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from node.cluster.certs import RaftTLS
 from node.outbound import HttpClient
-from node.physical.base import Entry, TxnOp
+from sdk.certs import RaftTLS
+from sdk.physical import Entry, TxnOp
 
 __all__ = [
     "Changes",

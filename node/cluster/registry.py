@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from node.physical.base import PhysicalBackend
+from sdk.physical import PhysicalBackend
 
 __all__ = ["NODES_PREFIX", "NodeRecord", "Registry"]
 

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from node.barrier.aead import DecryptionError, open_sealed, seal_value
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "challenge_key",

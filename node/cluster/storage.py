@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from node.cluster.ports import LocalView, RaftDriver, Replica
-from node.errors import SealedError
-from node.physical.base import Delete, Entry, Put, TxnOp, children_of, validate_key
 from node.physical.inmem import InmemBackend
+from sdk.errors import SealedError
+from sdk.physical import Delete, Entry, Put, TxnOp, children_of, validate_key
 
 __all__ = ["RaftStorage"]
 

@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import Callable
 
-from node.cluster.certs import RaftTLS
 from node.cluster.ports import Changes, Replica
 from node.cluster.secrets import raft_secret, raft_tls_key
 from node.cluster.storage import RaftStorage
@@ -34,7 +33,8 @@ from node.cluster.tls_keyring import (
     renew,
     seal_node,
 )
-from node.errors import CofferError, SealedError
+from sdk.certs import RaftTLS
+from sdk.errors import CofferError, SealedError
 
 __all__ = ["TLSKeeper"]
 

@@ -26,15 +26,15 @@ import json
 from cryptography import x509
 
 from node.barrier.aead import DecryptionError, open_sealed, seal_value
-from node.cluster.certs import (
+from sdk.certs import (
     ClusterCA,
     RaftTLS,
     create_cluster_ca,
     derive_cluster_ca,
     issued_by,
 )
-from node.errors import RevisionMismatchError, StorageError
-from node.physical.base import PhysicalBackend, Put
+from sdk.errors import RevisionMismatchError, StorageError
+from sdk.physical import PhysicalBackend, Put
 
 __all__ = [
     "CA_PATH",

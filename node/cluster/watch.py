@@ -26,8 +26,8 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from node.cluster.staleness import LEADER_LOST, stale_reason
-from node.errors import CofferError
 from node.outbound import HttpClient, OutboundError
+from sdk.errors import CofferError
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from node.config.errors import ConfigError
-from node.errors import InvalidRequestError
 from node.framework.fields import parse_duration
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "Where",

@@ -36,7 +36,7 @@ from node.config.schema import (
     labelled_blocks,
     optional,
 )
-from node.durations import UNIT_SECONDS, UNITS
+from sdk.durations import UNIT_SECONDS, UNITS
 
 __all__ = ["SCALAR_KEYS", "STANZA_KEYS", "FileConfig", "parse_file"]
 

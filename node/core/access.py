@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from node.errors import PermissionDeniedError
 from node.namespaces.model import Namespace
 from node.policy.acl import ACL
 from node.policy.model import Policy
 from node.tokens.entry import TokenEntry
+from sdk.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
     from node.core.core import Core

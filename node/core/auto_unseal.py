@@ -15,9 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from node.errors import CofferError
 from node.seal.config import SealTypeMismatchError
 from node.seal.pkcs11_settings import SealSettingsError
+from sdk.errors import CofferError
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -29,14 +29,12 @@ from node.core.state import SealStatus
 from node.core.system.keys import make_root_generation
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
-from node.errors import CofferError, ConflictError, InvalidRequestError, NotInitializedError
 from node.logical.request import Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT_ID, Namespace
 from node.namespaces.store import NamespaceStore, validate_name
 from node.observability.metrics import Metrics
 from node.outbound import HttpClient
-from node.physical.base import PhysicalBackend
 from node.policy.store import PolicyStore
 from node.routing.router import Router
 from node.seal.base import AutoSeal
@@ -45,6 +43,8 @@ from node.tokens.entry import TokenEntry
 from node.tokens.expiration import ExpirationManager
 from node.tokens.store import TokenStore
 from node.version import VERSION
+from sdk.errors import CofferError, ConflictError, InvalidRequestError, NotInitializedError
+from sdk.physical import PhysicalBackend
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from node.cluster.role import HAState
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 __all__ = ["HealthCodes", "NodeRole", "parse_health_query"]
 

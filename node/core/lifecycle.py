@@ -8,13 +8,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from node.barrier.barrier import Barrier
-from node.errors import AlreadyInitializedError, InvalidRequestError, NotInitializedError
 from node.seal.base import AutoSeal, Seal
 from node.seal.config import SealConfig, SealTypeMismatchError, validate_shares
 from node.seal.keys import decode_key, encode_b64, encode_hex
 from node.seal.progress import ShareCollector
 from node.seal.rekey import RekeyOperation
 from node.seal.shamir import combine
+from sdk.errors import AlreadyInitializedError, InvalidRequestError, NotInitializedError
 
 __all__ = ["Lifecycle", "new_cluster_id"]
 

@@ -11,12 +11,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from node.auth.common.token_settings import TokenSettings, issued_token_type
-from node.errors import PermissionDeniedError
 from node.logical.mount import MountEntry
 from node.logical.request import Request
 from node.logical.response import Auth, Login, Response
 from node.tokens.entry import TokenEntry
 from node.tokens.ttl import initial_lifetime
+from sdk.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from node.barrier.view import BarrierView
 from node.core.catalog import Catalog
-from node.errors import InvalidRequestError
 from node.logical.backend import Backend
 from node.logical.mount import MountEntry, new_mount, normalise_path
 from node.namespaces.model import ROOT, Namespace
-from node.physical.base import Delete
+from sdk.errors import InvalidRequestError
+from sdk.physical import Delete
 
 if TYPE_CHECKING:
     from node.core.core import Core

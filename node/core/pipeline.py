@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING
 from node.barrier.readonly import read_only
 from node.cluster.errors import PleaseForwardError
 from node.core.wrapping import INVALID_WRAPPING_TOKEN
-from node.errors import (
+from node.logical.request import Operation, Request, RequestAuth
+from node.logical.response import Response
+from node.tokens.entry import TokenEntry
+from sdk.errors import (
     CofferError,
     InvalidRequestError,
     PermissionDeniedError,
     SealedError,
     UnsupportedPathError,
 )
-from node.logical.request import Operation, Request, RequestAuth
-from node.logical.response import Response
-from node.tokens.entry import TokenEntry
 
 if TYPE_CHECKING:
     from node.audit import Trail

@@ -13,10 +13,10 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from node.engines.cubbyhole import CubbyholeBackend
-from node.errors import InvalidRequestError, RevisionMismatchError
 from node.logical.response import Auth, Response, WrapInfo
-from node.physical.base import Delete
 from node.tokens.entry import TokenEntry, rfc3339
+from sdk.errors import InvalidRequestError, RevisionMismatchError
+from sdk.physical import Delete
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -6,13 +6,13 @@ token — not even root — can see another token's cubbyhole.
 
 from __future__ import annotations
 
-from node import jsoncodec
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, PermissionDeniedError, UnsupportedPathError
 from node.framework import FieldData, FrameworkBackend, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
-from node.physical.base import Delete
+from sdk import jsoncodec
+from sdk.errors import InvalidRequestError, PermissionDeniedError, UnsupportedPathError
+from sdk.physical import Delete
 
 __all__ = ["CubbyholeBackend"]
 

@@ -15,9 +15,9 @@ from node.engines.cubbyhole import CubbyholeBackend
 from node.engines.kv.v1 import KVv1Backend
 from node.engines.kv.v2 import KVv2Backend
 from node.engines.types import ENGINE_TYPES, PLUGGABLE, kv_version
-from node.errors import InvalidRequestError
 from node.logical.backend import Backend, Factory
 from node.logical.system_view import BackendConfig
+from sdk.errors import InvalidRequestError
 
 __all__ = ["factory_for"]
 

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from node.errors import MethodNotAllowedError, UnsupportedPathError
 from node.framework.fields import Field, FieldData, FieldType
 from node.framework.openapi import DocumentBuilder, Template, render_pattern
 from node.framework.path import Path
@@ -16,6 +15,7 @@ from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.logical.system_view import BackendConfig
 from node.version import VERSION
+from sdk.errors import MethodNotAllowedError, UnsupportedPathError
 
 __all__ = ["FrameworkBackend", "HelpMatch"]
 

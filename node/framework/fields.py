@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from node.durations import UNIT_SECONDS, UNITS
-from node.errors import InvalidRequestError
+from sdk.durations import UNIT_SECONDS, UNITS
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "INT_MAX",

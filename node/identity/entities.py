@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from node.errors import InvalidRequestError
 from node.identity.records import Entity, EntityAlias, Record, new_id, now
 from node.identity.scope import Scope, without_member
 from node.identity.service import generated_name
 from node.identity.state import IdentityState
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "AliasChange",

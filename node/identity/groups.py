@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from node.errors import InvalidRequestError
 from node.identity import graph
 from node.identity.records import EXTERNAL, INTERNAL, Group, GroupAlias, Record, new_id, now
 from node.identity.scope import Scope, without_member
 from node.identity.service import generated_name
 from node.identity.state import IdentityState
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "GroupAliasChange",

@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from node.errors import InvalidRequestError
 from node.logical.mount import MountEntry
+from sdk.errors import InvalidRequestError
 
 __all__ = ["MountDirectory", "metadata", "policy_list", "unique"]
 

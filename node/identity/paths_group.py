@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.identity import groups, views
 from node.identity.groups import GroupAliasChange, GroupChange
@@ -16,6 +15,7 @@ from node.identity.scope import Scope
 from node.identity.state import IdentityState
 from node.logical.request import Request
 from node.logical.response import Response
+from sdk.errors import InvalidRequestError
 
 __all__ = ["GroupPaths"]
 

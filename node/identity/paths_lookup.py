@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.identity import views
 from node.identity.records import Entity, EntityAlias, Group, GroupAlias
 from node.identity.scope import Scope
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from sdk.errors import InvalidRequestError
 
 __all__ = ["LookupPaths"]
 

@@ -6,13 +6,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
-from node.errors import UnsupportedPathError
 from node.framework import Field, FieldData, Path
 from node.identity.records import Record
 from node.identity.scope import Scope
 from node.identity.state import IdentityState
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from sdk.errors import UnsupportedPathError
 
 __all__ = ["RecordPaths"]
 

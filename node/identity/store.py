@@ -27,10 +27,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from node.barrier.view import BarrierView
-from node.errors import RevisionMismatchError
 from node.identity.records import Entity, EntityAlias, Group, GroupAlias, Record
 from node.identity.state import IdentityState, index_keys, record_key
-from node.physical.base import Delete, Put, TxnOp
+from sdk.errors import RevisionMismatchError
+from sdk.physical import Delete, Put, TxnOp
 
 __all__ = ["IdentityStore"]
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from node.base62 import random_base62
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 __all__ = ["MountEntry", "new_mount", "normalise_path"]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from node.barrier.view import BarrierView
 from node.base62 import random_base62
-from node.errors import InvalidRequestError, RevisionMismatchError, UnsupportedPathError
 from node.namespaces.model import ROOT, Namespace
-from node.physical.base import Put
+from sdk.errors import InvalidRequestError, RevisionMismatchError, UnsupportedPathError
+from sdk.physical import Put
 
 __all__ = ["RESERVED_NAMES", "NamespaceStore", "validate_name"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from node.errors import InvalidRequestError
-from node.physical.base import PhysicalBackend
 from node.physical.file import FileBackend
 from node.physical.inmem import InmemBackend
+from sdk.errors import InvalidRequestError
+from sdk.physical import PhysicalBackend
 
 __all__ = ["open_backend"]
 

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from node.errors import InvalidRequestError, RevisionMismatchError, StorageError
-from node.physical.base import Check, Delete, Entry, Put, TxnOp, validate_key
+from sdk.errors import InvalidRequestError, RevisionMismatchError, StorageError
+from sdk.physical import Check, Delete, Entry, Put, TxnOp, validate_key
 
 __all__ = ["FileBackend"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from node.errors import RevisionMismatchError
-from node.physical.base import Delete, Entry, Put, TxnOp, children_of, validate_key
+from sdk.errors import RevisionMismatchError
+from sdk.physical import Delete, Entry, Put, TxnOp, children_of, validate_key
 
 __all__ = ["InmemBackend"]
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from hcl.parser import HclParser
 
-from node.errors import InvalidRequestError
 from node.framework.fields import parse_duration
 from node.policy.model import (
     CAPABILITIES,
@@ -28,6 +27,7 @@ from node.policy.model import (
     freeze_params,
 )
 from node.policy.templates import TemplateError, template_selectors
+from sdk.errors import InvalidRequestError
 
 __all__ = ["parse_policy"]
 

@@ -14,7 +14,6 @@ import builtins
 from collections.abc import Iterable, Mapping
 
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError
 from node.policy.acl import ACL
 from node.policy.builtin import (
     DEFAULT,
@@ -29,6 +28,7 @@ from node.policy.builtin import (
 from node.policy.model import Policy
 from node.policy.parser import parse_policy
 from node.policy.templates import render_templates
+from sdk.errors import InvalidRequestError
 
 __all__ = ["PolicyStore", "normalize_name"]
 

@@ -13,8 +13,8 @@ import dataclasses
 import re
 from collections.abc import Mapping
 
-from node.errors import PermissionDeniedError
 from node.policy.model import PathRule, Policy
+from sdk.errors import PermissionDeniedError
 
 __all__ = ["TemplateError", "render_templates", "template_selectors"]
 

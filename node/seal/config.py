@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 __all__ = ["SEAL_CONFIG_PATH", "SealConfig", "SealTypeMismatchError", "validate_shares"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from node.physical.base import PhysicalBackend
 from node.seal.base import Seal
 from node.seal.pkcs11_seal import Pkcs11Seal
 from node.seal.pkcs11_settings import (
@@ -14,6 +13,7 @@ from node.seal.pkcs11_settings import (
     resolve_settings,
 )
 from node.seal.shamir_seal import ShamirSeal
+from sdk.physical import PhysicalBackend
 
 __all__ = ["migration_source", "open_seal"]
 

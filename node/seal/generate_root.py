@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from node.base62 import random_base62
-from node.errors import InvalidRequestError
 from node.seal.progress import ShareCollector
 from node.tokens.ids import TOKEN_LENGTH
+from sdk.errors import InvalidRequestError
 
 __all__ = ["TokenGeneration", "encode_with_otp"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 __all__ = ["decode_key", "encode_b64", "encode_hex"]
 

@@ -15,8 +15,6 @@ import asyncio
 import hmac
 import os
 
-from node.errors import InvalidRequestError, StorageError
-from node.physical.base import PhysicalBackend, Put
 from node.seal.config import SEAL_CONFIG_PATH, SealConfig
 from node.seal.hsm_blob import decode_blob, encode_blob
 from node.seal.pkcs11_settings import Pkcs11Settings
@@ -28,6 +26,8 @@ from node.seal.shamir_seal import (
     ROOT_KEY_PATH,
     InitResult,
 )
+from sdk.errors import InvalidRequestError, StorageError
+from sdk.physical import PhysicalBackend, Put
 
 __all__ = ["RECOVERY_CONFIG_PATH", "RECOVERY_KEY_PATH", "Pkcs11Seal"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from node.errors import CofferError
+from sdk.errors import CofferError
 
 __all__ = [
     "CKM_AES_CBC_PAD",

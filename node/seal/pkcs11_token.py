@@ -29,7 +29,6 @@ import pkcs11
 from pkcs11 import Attribute, KeyType, Mechanism, ObjectClass
 from pkcs11 import exceptions as p11
 
-from node.errors import CofferError
 from node.seal.pkcs11_settings import (
     CKM_AES_CBC_PAD,
     CKM_AES_GCM,
@@ -37,6 +36,7 @@ from node.seal.pkcs11_settings import (
     SealSettingsError,
     mechanism_name,
 )
+from sdk.errors import CofferError
 
 __all__ = [
     "BlobIntegrityError",

@@ -6,7 +6,7 @@ import hmac
 import uuid
 from dataclasses import dataclass, field
 
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 __all__ = ["ShareCollector"]
 

@@ -20,11 +20,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from node.errors import InvalidRequestError
 from node.seal.config import SealConfig, validate_shares
 from node.seal.keys import encode_b64, encode_hex
 from node.seal.progress import ShareCollector
 from node.seal.shamir import ShamirError, combine, split
+from sdk.errors import InvalidRequestError
 
 __all__ = ["RekeyOperation", "RekeyableSeal"]
 

@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass
 
 from node.barrier.aead import DecryptionError, open_sealed, seal_value
-from node.errors import InvalidRequestError, StorageError
-from node.physical.base import Delete, PhysicalBackend, Put
 from node.seal.config import SEAL_CONFIG_PATH, SealConfig
 from node.seal.shamir import ShamirError, combine, split
+from sdk.errors import InvalidRequestError, StorageError
+from sdk.physical import Delete, PhysicalBackend, Put
 
 __all__ = ["ROOT_KEY_PATH", "InitResult", "ShamirSeal"]
 

@@ -16,10 +16,10 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from node.barrier.view import BarrierView
-from node.errors import RevisionMismatchError
-from node.physical.base import Put
 from node.tokens.entry import TokenEntry
 from node.tokens.ids import BATCH_TOKEN_PREFIX, namespace_suffix, suffix_for, with_namespace
+from sdk.errors import RevisionMismatchError
+from sdk.physical import Put
 
 __all__ = ["BATCH_PREFIX", "BatchCodec"]
 

@@ -14,9 +14,9 @@ import heapq
 import logging
 import time
 
-from node.errors import CofferError
 from node.tokens.entry import TokenEntry
 from node.tokens.store import TokenStore
+from sdk.errors import CofferError
 
 __all__ = ["ExpirationManager"]
 

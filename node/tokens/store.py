@@ -24,14 +24,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from node import jsoncodec
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, PermissionDeniedError, RevisionMismatchError
 from node.memo import DecodeMemo
-from node.physical.base import Delete, Put, TxnOp
 from node.tokens.batch import BatchCodec
 from node.tokens.entry import TokenEntry
 from node.tokens.ids import new_accessor, new_token_id, with_namespace
+from sdk import jsoncodec
+from sdk.errors import InvalidRequestError, PermissionDeniedError, RevisionMismatchError
+from sdk.physical import Delete, Put, TxnOp
 
 __all__ = ["RevokeHook", "TokenStore"]
 

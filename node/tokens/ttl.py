@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from node.errors import InvalidRequestError
 from node.tokens.entry import TokenEntry
+from sdk.errors import InvalidRequestError
 
 __all__ = ["Lifetime", "initial_lifetime", "renewed_expiry"]
 

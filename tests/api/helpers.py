@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp.test_utils import TestClient
 from multidict import CIMultiDictProxy
 
-from node.physical.base import Entry, TxnOp
 from node.physical.inmem import InmemBackend
+from sdk.physical import Entry, TxnOp
 
 if TYPE_CHECKING:
     from tests.conftest import DevServer

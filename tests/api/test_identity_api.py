@@ -9,11 +9,11 @@ import pytest
 from openapi_spec_validator import validate
 
 from node.auth.common.token_settings import TokenSettings
-from node.errors import InvalidRequestError
 from node.identity.service import IdentityService
 from node.logical.request import Operation, Request
 from node.logical.response import Login, Response
 from node.routing.mounts import MountEntry, new_mount
+from sdk.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from tests.conftest import DevServer

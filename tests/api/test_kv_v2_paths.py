@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from node.engines.kv.transform import merge_patch
-from node.errors import RevisionMismatchError
+from sdk.errors import RevisionMismatchError
 from tests.conftest import DevServer
 
 ROOT_WARNING = "Non-listing operations on the root of a K/V v2 mount are not supported."

@@ -15,8 +15,8 @@ from api.json_body import MAX_JSON_DEPTH, decode_bounded
 from api.listener import ListenerLimits
 from api.translate import UNAUTHENTICATED_BODY_LIMIT
 from node.core.core import Core
-from node.errors import InvalidRequestError
 from node.physical.inmem import InmemBackend
+from sdk.errors import InvalidRequestError
 from tests.api.edge_serving import connection, read_reply, request, send, serving
 from tests.api.helpers import dev_call
 from tests.conftest import DevServer

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from node.errors import StorageError
+from sdk.errors import StorageError
 from tests.api.helpers import ROOT
 from tests.api.helpers import dev_call as call
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from node.errors import StorageError
+from sdk.errors import StorageError
 from tests.api.helpers import Reply, assert_error, call
 
 if TYPE_CHECKING:

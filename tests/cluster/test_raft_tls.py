@@ -20,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from cryptography.x509.oid import NameOID
 
-from node.cluster.certs import NODE_LIFETIME, create_cluster_ca
+from sdk.certs import NODE_LIFETIME, create_cluster_ca
 from tests.cluster.servers import Node, bootstrapped, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

@@ -16,11 +16,11 @@ from pathlib import Path as FilePath
 
 from node.barrier.view import BarrierView
 from node.engines import types
-from node.errors import CofferError
 from node.framework import FieldData, FrameworkBackend, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.logical.system_view import BackendConfig
+from sdk.errors import CofferError
 
 __all__ = ["TYPE", "WritesOnRead", "command", "factory", "register"]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from node.physical.base import PhysicalBackend
 from node.physical.file import FileBackend
 from node.physical.inmem import InmemBackend
+from sdk.physical import PhysicalBackend
 
 BackendFactory = Callable[[Path], Awaitable[PhysicalBackend]]
 

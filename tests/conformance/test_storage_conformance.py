@@ -11,8 +11,8 @@ import asyncio
 
 import pytest
 
-from node.errors import InvalidRequestError, RevisionMismatchError
-from node.physical.base import Check, Delete, Entry, PhysicalBackend, Put, TxnOp
+from sdk.errors import InvalidRequestError, RevisionMismatchError
+from sdk.physical import Check, Delete, Entry, PhysicalBackend, Put, TxnOp
 
 # -- get / put / delete --------------------------------------------------------
 

@@ -14,9 +14,9 @@ import pytest
 
 from node.core.auto_unseal import AutoUnsealer
 from node.core.core import Core
-from node.errors import CofferError
 from node.physical.inmem import InmemBackend
 from node.seal.config import SealTypeMismatchError
+from sdk.errors import CofferError
 from tests.api.helpers import assert_error, call
 from tests.hsm.nodes import HsmNode, hsm_core, init, seal_status
 from tests.hsm.softhsm import SoftHsm

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pytest
 
-from node.errors import InvalidRequestError
 from node.physical.inmem import InmemBackend
 from node.seal.factory import open_seal
 from node.seal.hsm_blob import decode_blob, encode_blob
@@ -21,6 +20,7 @@ from node.seal.pkcs11_settings import (
 )
 from node.seal.pkcs11_token import BlobIntegrityError, HsmSettingError, HsmUnavailableError
 from node.seal.shamir_seal import ROOT_KEY_PATH, ShamirSeal
+from sdk.errors import InvalidRequestError
 from tests.hsm.softhsm import PIN, SoftHsm
 
 BASE = {"lib": "/l.so", "token_label": "t", "pin": "p", "key_label": "k"}

@@ -13,8 +13,8 @@ import pytest
 
 from node.barrier.barrier import KEYRING_PATH, Barrier
 from node.barrier.seal_wrap import MAGIC
-from node.errors import StorageError
 from node.physical.inmem import InmemBackend
+from sdk.errors import StorageError
 from tests.api.helpers import assert_error, call
 from tests.hsm.nodes import HsmNode, init
 

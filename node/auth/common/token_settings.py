@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType
+from sdk.errors import InvalidRequestError
 
 __all__ = ["TOKEN_FIELDS", "TokenSettings", "issued_token_type", "token_fields"]
 

@@ -23,12 +23,6 @@ from node.auth.idp.mappings import (
 )
 from node.auth.idp.provider import ProviderClient
 from node.barrier.view import BarrierView
-from node.errors import (
-    CofferError,
-    InvalidRequestError,
-    PermissionDeniedError,
-    UnsupportedPathError,
-)
 from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
 from node.logical.mount import MountEntry
 from node.logical.request import Operation, Request
@@ -36,6 +30,12 @@ from node.logical.response import Login, Response
 from node.logical.system_view import BackendConfig, SystemView
 from node.outbound import HttpClient
 from node.tokens.entry import TokenEntry
+from sdk.errors import (
+    CofferError,
+    InvalidRequestError,
+    PermissionDeniedError,
+    UnsupportedPathError,
+)
 
 __all__ = ["IdpBackend", "factory"]
 

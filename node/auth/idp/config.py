@@ -16,8 +16,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from node.auth.common.token_settings import TokenSettings, token_fields
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "DEFAULT_BASE_URL",

@@ -2,12 +2,12 @@
 
 ``UpstreamError`` is the 502 of SPEC.md ("a call to a third party failed"):
 the provider was unreachable, too slow, or answered something unusable. It
-lives here until ``node.errors`` grows a shared class for it.
+lives here until ``sdk.errors`` grows a shared class for it.
 """
 
 from __future__ import annotations
 
-from node.errors import CofferError, InvalidRequestError
+from sdk.errors import CofferError, InvalidRequestError
 
 __all__ = ["LoginFailedError", "UpstreamError"]
 

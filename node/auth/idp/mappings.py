@@ -15,8 +15,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, RevisionMismatchError
-from node.physical.base import Put
+from sdk.errors import InvalidRequestError, RevisionMismatchError
+from sdk.physical import Put
 
 __all__ = [
     "GroupEntry",

@@ -21,12 +21,12 @@ from node.auth.userpass.fields import (
 from node.auth.userpass.passwords import Passwords
 from node.auth.userpass.store import UserEntry, UserStore
 from node.barrier.view import BarrierView
-from node.errors import ConflictError, InvalidRequestError, UnsupportedPathError
 from node.framework import FieldData, FrameworkBackend, Path
 from node.logical.mount import MountEntry
 from node.logical.request import Operation, Request
 from node.logical.response import Login, Response
 from node.logical.system_view import BackendConfig
+from sdk.errors import ConflictError, InvalidRequestError, UnsupportedPathError
 
 __all__ = ["INVALID_CREDENTIALS", "UserpassBackend", "factory"]
 

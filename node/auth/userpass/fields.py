@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from node.auth.common.token_settings import TOKEN_FIELDS, TokenSettings, token_fields
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "LEGACY",

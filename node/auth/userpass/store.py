@@ -14,8 +14,8 @@ from typing import Any
 
 from node.auth.common.token_settings import TokenSettings
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, RevisionMismatchError
-from node.physical.base import Put
+from sdk.errors import InvalidRequestError, RevisionMismatchError
+from sdk.physical import Put
 
 __all__ = ["UserEntry", "UserStore"]
 

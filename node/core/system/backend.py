@@ -25,11 +25,11 @@ from node.core.system.step_down import StepDownPaths
 from node.core.system.telemetry import TelemetryPaths
 from node.core.system.ui_mounts import UiMountPaths
 from node.core.system.wrapping import WrappingPaths
-from node.errors import InvalidRequestError
 from node.framework import FrameworkBackend, PathGroup
 from node.logical.request import Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT, Namespace
+from sdk.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from node import jsoncodec
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from sdk import jsoncodec
+from sdk.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from node.core.core import Core

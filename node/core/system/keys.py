@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from node.errors import NotInitializedError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.seal.generate_root import TokenGeneration
 from node.seal.keys import decode_key
+from sdk.errors import NotInitializedError
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -6,13 +6,13 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from node.engines.types import AUTH_TYPES, ENGINE_TYPES
-from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
 from node.framework.fields import convert, parse_duration
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT, Namespace
 from node.routing.mounts import MountEntry, new_mount, normalise_path
+from sdk.errors import InvalidRequestError, UnsupportedPathError
 
 if TYPE_CHECKING:
     from node.core.core import Core

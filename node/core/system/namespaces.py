@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT, Namespace
+from sdk.errors import InvalidRequestError, UnsupportedPathError
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from node.errors import InvalidRequestError, PermissionDeniedError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT, Namespace
 from node.tokens.entry import TokenEntry
 from node.tokens.scope import TokenScope
+from sdk.errors import InvalidRequestError, PermissionDeniedError, UnsupportedPathError
 
 if TYPE_CHECKING:
     from node.core.core import Core

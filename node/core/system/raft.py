@@ -11,11 +11,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from node.cluster.errors import NoActiveNodeError
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.version import VERSION
+from sdk.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster

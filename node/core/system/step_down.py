@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from node.errors import CofferError
 from node.framework import FieldData, Path
 from node.logical.request import Operation, Request
+from sdk.errors import CofferError
 
 if TYPE_CHECKING:
     from node.core.core import Core

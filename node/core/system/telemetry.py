@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.observability.metrics import CONTENT_TYPE_LATEST
+from sdk.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from node.core.core import Core

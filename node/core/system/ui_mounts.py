@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from node.errors import PermissionDeniedError, UnsupportedPathError
 from node.framework import FieldData, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.namespaces.model import ROOT, Namespace
 from node.policy.acl import ACL
 from node.routing.mounts import MountEntry
+from sdk.errors import PermissionDeniedError, UnsupportedPathError
 
 if TYPE_CHECKING:
     from node.core.core import Core

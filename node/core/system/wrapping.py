@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from sdk.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -6,12 +6,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from node.errors import InvalidRequestError
 from node.framework import FieldData
 from node.logical.response import Auth
 from node.tokens.entry import TokenEntry
 from node.tokens.store import TokenStore
 from node.tokens.ttl import initial_lifetime
+from sdk.errors import InvalidRequestError
 
 __all__ = ["CreateContext", "create_token"]
 

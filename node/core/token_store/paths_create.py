@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from node.core.token_store.create import CreateContext, create_token
 from node.core.token_store.resolve import TokenResolver
 from node.core.token_store.roles import RoleStore
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.namespaces.model import Namespace
+from sdk.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from node.core.renewal import renew_with_method
 from node.core.token_store.fields import ACCESSOR, INCREMENT, TOKEN
 from node.core.token_store.resolve import TokenResolver
-from node.errors import InvalidRequestError
 from node.framework import FieldData, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Auth, Response
 from node.tokens.entry import TokenEntry
 from node.tokens.ttl import renewed_expiry
+from sdk.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from node.core.core import Core

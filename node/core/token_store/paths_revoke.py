@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 from node.core.token_store.fields import ACCESSOR, TOKEN
 from node.core.token_store.resolve import TokenResolver
-from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import FieldData, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.tokens.entry import TokenEntry
+from sdk.errors import InvalidRequestError, UnsupportedPathError
 
 if TYPE_CHECKING:
     from node.core.core import Core

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from node.errors import InvalidRequestError, PermissionDeniedError
 from node.framework import FieldData
 from node.logical.request import Request
 from node.namespaces.model import Namespace
 from node.tokens.entry import TokenEntry
 from node.tokens.scope import TokenScope
+from sdk.errors import InvalidRequestError, PermissionDeniedError
 
 if TYPE_CHECKING:
     from node.core.core import Core

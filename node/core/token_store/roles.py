@@ -11,10 +11,10 @@ import ipaddress
 from typing import Any
 
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from sdk.errors import InvalidRequestError, UnsupportedPathError
 
 __all__ = ["TOKEN_TYPES", "RolePaths", "RoleStore"]
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from node import jsoncodec
 from node.engines.kv.records import KeyMetadata, MountConfig, deletion_time, now_rfc3339
 from node.engines.kv.store import Abort, KVStore
 from node.engines.kv.transform import merge_patch, subkeys
-from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
 from node.framework.fields import to_int
 from node.logical.request import Operation, Request
 from node.logical.response import Response
-from node.physical.base import Delete, Put, TxnOp
+from sdk import jsoncodec
+from sdk.errors import InvalidRequestError, UnsupportedPathError
+from sdk.physical import Delete, Put, TxnOp
 
 __all__ = ["PATH_FIELD", "DataPaths"]
 

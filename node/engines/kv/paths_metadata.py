@@ -15,11 +15,11 @@ from node.engines.kv.settings import (
     custom_metadata_values,
 )
 from node.engines.kv.store import KVStore
-from node.errors import UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
-from node.physical.base import TxnOp
+from sdk.errors import UnsupportedPathError
+from sdk.physical import TxnOp
 
 __all__ = ["MetadataPaths"]
 

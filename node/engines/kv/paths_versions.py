@@ -7,10 +7,10 @@ from collections.abc import Callable
 from node.engines.kv.paths_data import PATH_FIELD
 from node.engines.kv.records import KeyMetadata, MountConfig, deletion_time, now_rfc3339
 from node.engines.kv.store import KVStore
-from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, Handler, Path
 from node.logical.request import Operation, Request
-from node.physical.base import Delete, TxnOp
+from sdk.errors import InvalidRequestError, UnsupportedPathError
+from sdk.physical import Delete, TxnOp
 
 __all__ = ["VersionPaths"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldType
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "CAS_IGNORED_WARNING",

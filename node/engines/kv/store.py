@@ -10,19 +10,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from node import jsoncodec
 from node.barrier.barrier import StoredValue
 from node.barrier.view import BarrierView
 from node.engines.kv.records import KeyMetadata, MountConfig
-from node.errors import (
+from node.logical.response import Response
+from node.memo import DecodeMemo
+from sdk import jsoncodec
+from sdk.errors import (
     InvalidRequestError,
     RevisionMismatchError,
     StorageError,
     UnsupportedPathError,
 )
-from node.logical.response import Response
-from node.memo import DecodeMemo
-from node.physical.base import Delete, Put, TxnOp
+from sdk.physical import Delete, Put, TxnOp
 
 __all__ = ["Abort", "KVStore", "Mutation", "valid_key"]
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from node import jsoncodec
 from node.barrier.view import BarrierView
 from node.engines.kv.store import valid_key
-from node.errors import InvalidRequestError, UnsupportedPathError
 from node.framework import Field, FieldData, FieldType, FrameworkBackend, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from sdk import jsoncodec
+from sdk.errors import InvalidRequestError, UnsupportedPathError
 
 __all__ = ["KVv1Backend"]
 

@@ -13,10 +13,10 @@ from node.engines.kv.paths_data import DataPaths
 from node.engines.kv.paths_metadata import MetadataPaths
 from node.engines.kv.paths_versions import VersionPaths
 from node.engines.kv.store import KVStore
-from node.errors import UnsupportedPathError
 from node.framework import FrameworkBackend
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from sdk.errors import UnsupportedPathError
 
 __all__ = ["ROOT_WARNING", "KVv2Backend", "invalid_path_warning"]
 

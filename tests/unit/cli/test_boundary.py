@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PROBE = """
 import json, sys
 import cli.main
-roots = {"node", "api", "consensus", "aiohttp", "pysyncobj"}
+roots = {"node", "api", "consensus", "aiohttp", "pysyncobj", "sdk"}
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in roots)))
 """
 
@@ -28,4 +28,4 @@ def test_importing_every_command_loads_only_the_shared_leaf() -> None:
     done = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, cwd=ROOT, capture_output=True, text=True, check=True
     )
-    assert json.loads(done.stdout) == ["node", "node.durations"]
+    assert json.loads(done.stdout) == ["sdk", "sdk.durations"]

@@ -19,8 +19,8 @@ from consensus.journal import DurableJournal
 from consensus.node import RaftNode
 from harness.ports import free_port
 from harness.raft import lose_first_callback, make_config, open_single_node
-from node.errors import InvalidRequestError, StorageError
-from node.physical.base import Delete, Entry, Put
+from sdk.errors import InvalidRequestError, StorageError
+from sdk.physical import Delete, Entry, Put
 
 
 @pytest.fixture

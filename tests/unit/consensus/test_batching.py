@@ -34,8 +34,8 @@ from consensus.commands import (
 from consensus.state import KVState
 from consensus.transport import coalesce_acks
 from harness.raft import lose_first_callback, make_config, open_single_node, single_node
-from node.errors import RevisionMismatchError, StorageError
-from node.physical.base import Check, Delete, Entry, Put
+from sdk.errors import RevisionMismatchError, StorageError
+from sdk.physical import Check, Delete, Entry, Put
 
 
 def txn(*ops: Put | Delete | Check) -> Txn:

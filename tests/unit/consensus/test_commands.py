@@ -22,7 +22,7 @@ from consensus.commands import (
     encode_result,
     new_command_id,
 )
-from node.physical.base import Check, Delete, Put
+from sdk.physical import Check, Delete, Put
 
 
 def test_txn_round_trips_every_op_and_any_bytes() -> None:

@@ -40,7 +40,7 @@ def test_the_installed_pysyncobj_is_never_imported() -> None:
 def test_no_module_outside_the_vendored_copy_names_the_library_package() -> None:
     offenders = [
         str(path.relative_to(ROOT))
-        for folder in ("consensus", "node", "api")
+        for folder in ("consensus", "node", "api", "sdk")
         for path in (ROOT / folder).rglob("*.py")
         if "_vendor" not in path.parts and IMPORT.search(path.read_text())
     ]

@@ -20,7 +20,7 @@ from consensus.commands import Txn, encode_command
 from consensus.follower import reconcile
 from consensus.node import RaftNode
 from harness.raft import make_config
-from node.physical.base import Put
+from sdk.physical import Put
 
 LEADER = "127.0.0.1:9"  # sorts above our address: we never dial it
 

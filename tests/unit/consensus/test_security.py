@@ -211,7 +211,7 @@ async def test_dump_is_our_json_and_holds_values_only_as_given(
 async def test_a_second_process_cannot_open_the_same_data(
     backend: RaftBackend, tmp_path: Path
 ) -> None:
-    from node.errors import StorageError
+    from sdk.errors import StorageError
 
     with pytest.raises(StorageError, match="in use"):
         await RaftBackend.open(make_config(tmp_path / "raft"))

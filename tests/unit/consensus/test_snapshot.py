@@ -19,7 +19,7 @@ from consensus.journal import DurableJournal
 from consensus.snapshot import RaftPoint, SnapshotError, decode_snapshot, encode_snapshot
 from consensus.snapshot_stream import ChunkAck, SnapshotId, make_chunk
 from consensus.state import KVState
-from node.physical.base import Put
+from sdk.physical import Put
 
 MARKER = b"PLAINTEXT-MARKER-\x00\xff"
 

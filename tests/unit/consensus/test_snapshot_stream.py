@@ -31,7 +31,7 @@ from consensus.snapshot_stream import (
 )
 from consensus.state import KVState
 from consensus.wire import decode_message, encode_message
-from node.physical.base import Put
+from sdk.physical import Put
 
 CHUNK = 4096
 POINT = RaftPoint((b"\x00last", 2999, 4), (b"\x00prev", 2998, 4), ("10.0.0.1:1", "10.0.0.2:1"))

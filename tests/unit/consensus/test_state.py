@@ -13,7 +13,7 @@ from consensus.commands import (
     Txn,
 )
 from consensus.state import IDEMPOTENCY_WINDOW, ChangeSet, KVState
-from node.physical.base import Check, Delete, Put
+from sdk.physical import Check, Delete, Put
 
 
 def txn(command_id: str, *ops: Put | Delete | Check) -> Txn:

@@ -22,9 +22,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
 from consensus import RaftBackend, RaftConfig
-from consensus.pki import RaftTLS, create_cluster_ca, derive_cluster_ca, node_tls
+from consensus.pki import node_tls
 from harness.ports import free_port
-from node.cluster.certs import ClusterCA
+from sdk.certs import ClusterCA, RaftTLS, create_cluster_ca, derive_cluster_ca
 
 CALM = {
     "heartbeat_interval": 0.05,

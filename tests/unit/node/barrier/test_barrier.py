@@ -10,9 +10,9 @@ import pytest
 from node.barrier.aead import FRAME_VERSION, frame_term
 from node.barrier.barrier import KEYRING_PATH, Barrier
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, RevisionMismatchError, SealedError, StorageError
-from node.physical.base import Check, Delete, Put
 from node.physical.inmem import InmemBackend
+from sdk.errors import InvalidRequestError, RevisionMismatchError, SealedError, StorageError
+from sdk.physical import Check, Delete, Put
 
 SECRET = b"correct horse battery staple"
 HEADER, NONCE, TAG = 5, 12, 16

@@ -18,9 +18,9 @@ from node.barrier import aead
 from node.barrier.barrier import KEYRING_PATH, Barrier
 from node.barrier.cache import MISS, ReadCache
 from node.barrier.view import BarrierView
-from node.errors import RevisionMismatchError, SealedError, StorageError
-from node.physical.base import Check, Delete, Entry, Put, TxnOp
 from node.physical.inmem import InmemBackend
+from sdk.errors import RevisionMismatchError, SealedError, StorageError
+from sdk.physical import Check, Delete, Entry, Put, TxnOp
 
 
 class CountingBackend(InmemBackend):

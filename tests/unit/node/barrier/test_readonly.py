@@ -16,11 +16,11 @@ from node.barrier.readonly import read_only
 from node.barrier.view import BarrierView
 from node.cluster.errors import PleaseForwardError
 from node.core.core import Core
-from node.errors import ReadOnlyError
 from node.logical.request import Operation, Request
 from node.logical.response import Response
-from node.physical.base import Check, Delete, Put
 from node.physical.inmem import InmemBackend
+from sdk.errors import ReadOnlyError
+from sdk.physical import Check, Delete, Put
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from node.cluster.consistency import (
     parse_inconsistent,
     required_index,
 )
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 KEY = b"k" * 32
 CLUSTER = "0b6a9f3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"

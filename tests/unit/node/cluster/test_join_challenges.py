@@ -10,7 +10,7 @@ import pytest
 
 from node.cluster.errors import TooManyJoinsError
 from node.cluster.join import _MAX_PENDING, MAX_PER_SOURCE, Challenges, source_of
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 
 def _answer(nonce: bytes) -> str:

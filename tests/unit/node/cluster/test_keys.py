@@ -22,7 +22,7 @@ from node.cluster.secrets import (
     sign,
     verify,
 )
-from node.errors import InvalidRequestError, PermissionDeniedError
+from sdk.errors import InvalidRequestError, PermissionDeniedError
 
 
 def test_keys_are_distinct_and_deterministic() -> None:

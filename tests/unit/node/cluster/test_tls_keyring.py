@@ -1,4 +1,4 @@
-"""The Raft TLS keyring (node/cluster/certs.py, tls_keyring.py): what the cluster CA
+"""The Raft TLS keyring (sdk/certs.py, tls_keyring.py): what the cluster CA
 issues, how the records are sealed, what a node starts with, and renewal."""
 
 from __future__ import annotations
@@ -19,14 +19,6 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from consensus.driver import ConsensusDriver
 from harness.ports import free_port
 from harness.raft import TEST_TIMERS
-from node.cluster.certs import (
-    NODE_LIFETIME,
-    certificate_node_id,
-    create_cluster_ca,
-    derive_cluster_ca,
-    issued_by,
-    not_after,
-)
 from node.cluster.join import Challenges
 from node.cluster.secrets import raft_secret, raft_tls_key
 from node.cluster.storage import RaftStorage
@@ -42,8 +34,16 @@ from node.cluster.tls_keyring import (
     renew,
     seal_node,
 )
-from node.errors import StorageError
 from node.physical.inmem import InmemBackend
+from sdk.certs import (
+    NODE_LIFETIME,
+    certificate_node_id,
+    create_cluster_ca,
+    derive_cluster_ca,
+    issued_by,
+    not_after,
+)
+from sdk.errors import StorageError
 
 NOW = datetime.datetime.now(datetime.UTC)
 

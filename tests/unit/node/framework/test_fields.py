@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from node.errors import InvalidRequestError
 from node.framework.fields import (
     MAX_DURATION_SECONDS,
     Field,
@@ -15,6 +14,7 @@ from node.framework.fields import (
     convert,
     parse_duration,
 )
+from sdk.errors import InvalidRequestError
 
 # -- parse_duration -------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ import pytest
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError
 from node.identity import entities, groups
 from node.identity.entities import AliasChange, EntityChange
 from node.identity.groups import GroupAliasChange, GroupChange
@@ -20,6 +19,7 @@ from node.identity.store import IdentityStore
 from node.namespaces.model import ROOT, Namespace
 from node.physical.inmem import InmemBackend
 from node.routing.mounts import new_mount
+from sdk.errors import InvalidRequestError
 
 CHILD = Namespace("kid", "kid/")
 USERPASS = new_mount("userpass/", "userpass", table="auth")

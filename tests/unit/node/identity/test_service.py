@@ -11,7 +11,6 @@ import pytest
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError, RevisionMismatchError
 from node.identity import groups
 from node.identity.groups import GroupAliasChange, GroupChange
 from node.identity.inputs import MountDirectory
@@ -22,11 +21,12 @@ from node.identity.state import IdentityState
 from node.identity.store import IdentityStore
 from node.logical.response import Login
 from node.namespaces.model import ROOT, Namespace
-from node.physical.base import Entry, TxnOp
 from node.physical.inmem import InmemBackend
 from node.policy.parser import parse_policy
 from node.policy.templates import render_templates
 from node.routing.mounts import new_mount
+from sdk.errors import InvalidRequestError, RevisionMismatchError
+from sdk.physical import Entry, TxnOp
 
 CHILD = Namespace("ns1id", "team-a/")
 USERPASS = new_mount("userpass/", "userpass", table="auth")

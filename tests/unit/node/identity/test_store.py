@@ -8,11 +8,11 @@ import pytest
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
-from node.errors import RevisionMismatchError
 from node.identity.records import Entity, EntityAlias, Group, GroupAlias, new_id, now
 from node.identity.state import IdentityState
 from node.identity.store import IdentityStore
 from node.physical.inmem import InmemBackend
+from sdk.errors import RevisionMismatchError
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ import pytest
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
 from node.engines.registry import factory_for
-from node.errors import CofferError, InvalidRequestError
 from node.identity.backend import IdentityBackend
 from node.identity.service import IdentityService, SingleRootTree
 from node.logical.backend import Backend
@@ -27,6 +26,7 @@ from node.logical.system_view import BackendConfig, SystemView
 from node.namespaces.model import NamespaceTree
 from node.outbound import HttpClient
 from node.physical.inmem import InmemBackend
+from sdk.errors import CofferError, InvalidRequestError
 
 
 @dataclass

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from node.errors import InvalidRequestError, StorageError
-from node.physical.base import Delete, Entry, Put, validate_key
 from node.physical.file import FileBackend
+from sdk.errors import InvalidRequestError, StorageError
+from sdk.physical import Delete, Entry, Put, validate_key
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from node.errors import PermissionDeniedError
 from node.logical.request import Operation
 from node.policy import ACL, Policy, parse_policy, render_templates
+from sdk.errors import PermissionDeniedError
 
 
 def acl(*texts: str) -> ACL:

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from node.errors import InvalidRequestError
 from node.policy import parse_policy
 from node.policy.model import PathRule
+from sdk.errors import InvalidRequestError
 
 
 def only_rule(text: str) -> PathRule:

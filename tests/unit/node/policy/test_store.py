@@ -10,9 +10,9 @@ import pytest
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
-from node.errors import InvalidRequestError
 from node.physical.inmem import InmemBackend
 from node.policy import DEFAULT_POLICY_TEXT, PolicyStore
+from sdk.errors import InvalidRequestError
 
 READ_SECRET = 'path "secret/*" { capabilities = ["read"] }'
 WRITE_SECRET = 'path "secret/*" { capabilities = ["read", "update"] }'

@@ -14,10 +14,10 @@ import pytest
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
-from node.errors import PermissionDeniedError
 from node.physical.inmem import InmemBackend
 from node.tokens.entry import TokenEntry
 from node.tokens.store import TokenStore
+from sdk.errors import PermissionDeniedError
 
 
 @pytest.fixture

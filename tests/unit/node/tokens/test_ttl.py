@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from node.errors import InvalidRequestError
 from node.tokens.entry import TokenEntry
 from node.tokens.ttl import initial_lifetime, renewed_expiry
+from sdk.errors import InvalidRequestError
 
 NOW = 1_700_000_000.0
 DAY = 86400

@@ -8,8 +8,8 @@ import pytest
 
 from node.auth.common.token_settings import token_fields
 from node.auth.idp.config import IdpConfig, config_fields, origin
-from node.errors import InvalidRequestError
 from node.framework import FieldData
+from sdk.errors import InvalidRequestError
 
 
 def fields(**raw: Any) -> FieldData:

@@ -9,8 +9,8 @@ from typing import cast
 
 from node.auth.idp.mappings import GroupEntry, Mappings, UserEntry, clean_policies
 from node.barrier.view import BarrierView, Storage
-from node.physical.base import Entry, TxnOp
 from node.physical.inmem import InmemBackend
+from sdk.physical import Entry, TxnOp
 
 
 class Yielding(InmemBackend):

@@ -9,8 +9,8 @@ import pytest
 
 from node.auth.common.token_settings import TokenSettings
 from node.auth.userpass.fields import USERNAME, policy_fields, token_settings, user_fields
-from node.errors import InvalidRequestError
 from node.framework import Field, FieldData
+from sdk.errors import InvalidRequestError
 
 
 def settings(

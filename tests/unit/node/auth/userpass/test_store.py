@@ -14,12 +14,12 @@ from node.auth.userpass.passwords import Passwords
 from node.auth.userpass.store import UserEntry, UserStore
 from node.barrier.barrier import Barrier, StoredValue
 from node.barrier.view import BarrierView
-from node.errors import ConflictError, InvalidRequestError, UnsupportedPathError
 from node.logical.request import Operation, Request
 from node.logical.response import Login
-from node.physical.base import Put
 from node.physical.inmem import InmemBackend
 from node.routing.mounts import new_mount
+from sdk.errors import ConflictError, InvalidRequestError, UnsupportedPathError
+from sdk.physical import Put
 
 CHEAP = Passwords(PasswordHasher(time_cost=1, memory_cost=64, parallelism=1))
 

@@ -19,8 +19,8 @@ from node.framework import backend as backend_module
 from node.logical.request import Operation, Request
 from node.logical.response import Response
 from node.memo import DecodeMemo
-from node.physical.base import TxnOp
 from node.physical.inmem import InmemBackend
+from sdk.physical import TxnOp
 
 T1, T2, T3 = (
     "2026-01-02T03:04:05.000006Z",

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from node import jsoncodec
+from sdk import jsoncodec
 
 
 @pytest.mark.parametrize(

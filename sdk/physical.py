@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from node.errors import InvalidRequestError
+from sdk.errors import InvalidRequestError
 
 __all__ = [
     "ANY_REVISION",

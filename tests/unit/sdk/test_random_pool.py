@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from node.random_pool import random_bytes, random_hex
+from sdk.random_pool import random_bytes, random_hex
 
 
 def test_ids_are_distinct_across_many_refills() -> None:

@@ -2,9 +2,14 @@
 
 Plain certificate making, no storage and no sockets: :mod:`node.cluster.tls_keyring`
 keeps the CA and each node's material in replicated storage, and
-``consensus.pki`` turns a :class:`RaftTLS` into TLS contexts. Keys are ECDSA
-P-256. A node certificate names its node id as its common name and is valid
-for both TLS client and server use (every Raft peer dials and accepts).
+``consensus.pki`` turns a :class:`RaftTLS` into TLS contexts. It is a leaf of the
+``sdk`` because both sides need it: ``node.cluster`` issues and rotates the
+certificates, ``consensus.driver`` derives one when given none (as Vault keeps
+certificate making in ``sdk/helper/certutil``).
+
+Keys are ECDSA P-256. A node certificate names its node id as its common name
+and is valid for both TLS client and server use (every Raft peer dials and
+accepts).
 """
 
 from __future__ import annotations
