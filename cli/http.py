@@ -112,13 +112,30 @@ class ApiClient:
         self._namespace = namespace
         self.wrap_ttl = wrap_ttl
         self._timeout = timeout
-        context = self._tls_context(ca_cert, ca_path, skip_verify)
-        self._opener = urllib.request.build_opener(
-            urllib.request.HTTPSHandler(context=context), _KeepRedirects()
-        )
+        self._tls = (ca_cert, ca_path, skip_verify)
+        # Loading the CA bundle costs ~0.1 s, so a plain-http client never
+        # does; an https one does it here, so a bad -ca-cert fails at once.
+        self._plain_opener = urllib.request.build_opener(_KeepRedirects())
+        self._tls_opener: urllib.request.OpenerDirector | None = None
+        if urlsplit(self.address).scheme == "https":
+            self._tls_opener = self._build_tls_opener()
 
     def __repr__(self) -> str:
         return f"ApiClient({self.address!r})"
+
+    def _build_tls_opener(self) -> urllib.request.OpenerDirector:
+        context = self._tls_context(*self._tls)
+        return urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=context), _KeepRedirects()
+        )
+
+    def _opener_for(self, url: str) -> urllib.request.OpenerDirector:
+        """The TLS opener for https URLs (built on first use, e.g. after a redirect)."""
+        if urlsplit(url).scheme != "https":
+            return self._plain_opener
+        if self._tls_opener is None:
+            self._tls_opener = self._build_tls_opener()
+        return self._tls_opener
 
     @staticmethod
     def _tls_context(ca_cert: str | None, ca_path: str | None, skip_verify: bool) -> ssl.SSLContext:
@@ -179,7 +196,7 @@ class ApiClient:
         # The address was checked to be http(s) when settings were resolved.
         req = urllib.request.Request(url, data=data, headers=dict(headers), method=method)  # noqa: S310
         try:
-            with self._opener.open(req, timeout=self._timeout) as resp:
+            with self._opener_for(url).open(req, timeout=self._timeout) as resp:
                 return resp.status, resp.headers.get("Location"), resp.read()
         except urllib.error.HTTPError as exc:
             try:

@@ -605,3 +605,22 @@ def test_write_json_mode_prints_nothing_for_an_empty_response(
 ) -> None:
     server.on("PUT", "/v1/secret/app", None, status=204)
     assert run(capsys, "write", "-format=json", "secret/app", "a=1") == (0, "", "")
+
+
+def test_an_http_redirect_to_https_uses_the_tls_settings(
+    tls_server: tuple[FakeServer, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The TLS context is built on first https use, with -ca-cert, not the system CAs."""
+    fake, ca_file = tls_server
+    plain = FakeServer()
+    target = f"{fake.address}/v1/sys/seal-status"
+    plain.on("GET", "/v1/sys/seal-status", status=307, headers={"Location": target})
+    plain.start()
+    try:
+        address = f"-address={plain.address}"
+        code, _, err = run(capsys, "status", address)
+        assert code == 1
+        assert "TLS certificate verification failed" in err
+        assert run(capsys, "status", address, f"-ca-cert={ca_file}")[0] == 0
+    finally:
+        plain.stop()
