@@ -65,6 +65,8 @@ bench: bench-tools
 # built locally from a debootstrap base (deploy/build-base.sh, once); nothing is pulled.
 # `make cluster-up COFFER_PROJECT=name` runs a second cluster beside the first.
 COFFER_PROJECT ?= coffer
+# `make cluster-up COFFER_SEAL=pkcs11`: the HSM variant (deploy/compose.hsm.yaml, SoftHSM2).
+COFFER_SEAL    ?= shamir
 CHAOS_ARGS     ?= all --up --down --record docs/chaos.md
 
 .PHONY: images cluster-up cluster-down chaos
@@ -73,7 +75,7 @@ images: $(STAMP)
 	PYTHON=$(BIN)/python deploy/build-images.sh
 
 cluster-up: $(STAMP)
-	PYTHON=$(BIN)/python $(BIN)/python deploy/clusterctl.py -p $(COFFER_PROJECT) up
+	PYTHON=$(BIN)/python $(BIN)/python deploy/clusterctl.py -p $(COFFER_PROJECT) --seal $(COFFER_SEAL) up
 
 cluster-down:
 	$(PYTHON) deploy/clusterctl.py -p $(COFFER_PROJECT) down

@@ -7,6 +7,11 @@ a 0600 file under ``deploy/.cluster/``, unseal node1, then unseal node2 and node
 ``retry_join`` has made pending joiners), and wait until all three are Raft voters and
 HAProxy has an active node to send writes to.
 
+``--seal pkcs11`` (``make cluster-up COFFER_SEAL=pkcs11``) adds ``deploy/compose.hsm.yaml``:
+one SoftHSM2 token shared by the three nodes, made before they start; node1 is
+initialised with recovery keys (5 shares, threshold 3) and every node unseals itself,
+at start and after any ``docker restart``, so nothing here types a key.
+
 Standard library only, so it runs with any Python 3.11: its HTTP client, waits and
 ports are the test harness's stdlib-only modules (``harness/``, next to ``deploy/``).
 ``chaos.compose`` imports :class:`ComposeCluster` from here.
@@ -21,6 +26,7 @@ import http.client
 import io
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -51,6 +57,8 @@ __all__ = [
 
 DEPLOY = Path(__file__).resolve().parent
 COMPOSE_FILE = DEPLOY / "compose.yaml"
+HSM_COMPOSE_FILE = DEPLOY / "compose.hsm.yaml"
+SEALS = ("shamir", "pkcs11")
 STATE_DIR = DEPLOY / ".cluster"
 NODES = ("node1", "node2", "node3")
 LB = "lb"
@@ -132,6 +140,8 @@ class ComposeCluster:
     compose_file: Path = COMPOSE_FILE
     state_dir: Path = STATE_DIR
     env: dict[str, str] = field(default_factory=dict)
+    #: ``pkcs11``: the HSM variant (``compose.hsm.yaml``), auto-unsealing nodes.
+    seal: str = "shamir"
     _ports: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
 
     # -- docker ----------------------------------------------------------------------
@@ -144,13 +154,43 @@ class ComposeCluster:
     def network(self) -> str:
         return f"{self.project}_coffer"
 
-    def compose(self, *args: str, check: bool = True, timeout: float = 300) -> str:
-        command = ["docker-compose", "-p", self.project, "-f", str(self.compose_file), *args]
+    @property
+    def hsm(self) -> bool:
+        return self.seal == "pkcs11"
+
+    @property
+    def hsm_pins_path(self) -> Path:
+        return self.state_dir / f"{self.project}.hsm.json"
+
+    def hsm_pins(self, *, create: bool = False) -> dict[str, str]:
+        """The SoftHSM2 token's user and SO PINs: made once per project, kept 0600 beside
+        the key file (the compose file reads them as COFFER_HSM_PIN / COFFER_HSM_SO_PIN)."""
+        if self.hsm_pins_path.exists():
+            pins: dict[str, str] = json.loads(self.hsm_pins_path.read_text())
+            return pins
+        pins = {"COFFER_HSM_PIN": secrets.token_hex(16), "COFFER_HSM_SO_PIN": secrets.token_hex(16)}
+        if create:
+            self._write_private(self.hsm_pins_path, pins)
+        return pins
+
+    def compose(
+        self, *args: str, check: bool = True, timeout: float = 300, hsm: bool | None = None
+    ) -> str:
+        """``docker-compose`` on this project; ``hsm`` (default: the seal) adds the HSM file."""
+        files = [self.compose_file]
+        env = {**os.environ, **self.env}
+        if self.hsm if hsm is None else hsm:
+            files.append(HSM_COMPOSE_FILE)
+            env.update(self.hsm_pins(create=self.hsm))
+        command = ["docker-compose", "-p", self.project]
+        for path in files:
+            command += ["-f", str(path)]
+        command += args
         done = subprocess.run(
             command,
             capture_output=True,
             text=True,
-            env={**os.environ, **self.env},
+            env=env,
             timeout=timeout,
             check=False,
         )
@@ -201,13 +241,20 @@ class ComposeCluster:
 
     def start(self) -> None:
         self._ports.clear()
+        if self.hsm:
+            # The token and key exist before any node starts: no two nodes generate.
+            self.compose("run", "--rm", "--no-deps", "hsm-init", timeout=300)
         self.compose("up", "-d", "--no-build", timeout=600)
 
     def down(self) -> None:
-        self.compose("down", "-v", "--remove-orphans", "--timeout", "10", check=False, timeout=600)
+        # With the HSM file whatever the seal, so an HSM project's token volume goes too.
+        self.compose(
+            "down", "-v", "--remove-orphans", "--timeout", "10", check=False, timeout=600, hsm=True
+        )
         self._ports.clear()
-        with contextlib.suppress(FileNotFoundError):
-            self.keys_path.unlink()
+        for path in (self.keys_path, self.hsm_pins_path):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     # -- keys ------------------------------------------------------------------------
 
@@ -226,6 +273,19 @@ class ComposeCluster:
         return str(self.load_keys()["root_token"])
 
     def _save_keys(self, reply: Mapping[str, Any]) -> None:
+        if self.hsm:
+            self._write_keys(
+                {
+                    "project": self.project,
+                    "seal": "pkcs11",
+                    "unseal_keys_b64": [],
+                    "recovery_keys_b64": reply["recovery_keys_base64"],
+                    "recovery_shares": KEY_SHARES,
+                    "recovery_threshold": KEY_THRESHOLD,
+                    "root_token": reply["root_token"],
+                }
+            )
+            return
         self._write_keys(
             {
                 "project": self.project,
@@ -237,16 +297,19 @@ class ComposeCluster:
         )
 
     def _write_keys(self, doc: Mapping[str, Any]) -> None:
-        """Write the key file atomically, 0600 in a 0700 folder."""
+        self._write_private(self.keys_path, doc)
+
+    def _write_private(self, path: Path, doc: Mapping[str, Any]) -> None:
+        """Write a JSON file atomically, 0600 in a 0700 folder."""
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.keys_path.with_suffix(".tmp")
+        tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as out:
             json.dump(dict(doc), out, indent=2)
             out.write("\n")
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, self.keys_path)
+        os.replace(tmp, path)
 
     # -- node API --------------------------------------------------------------------
 
@@ -278,20 +341,27 @@ class ComposeCluster:
                 )
             log("already initialised; using " + str(self.keys_path))
             return
-        reply = self.node_request(
-            "node1",
-            "PUT",
-            "/v1/sys/init",
-            body={"secret_shares": KEY_SHARES, "secret_threshold": KEY_THRESHOLD},
-            timeout=60,
-        )
+        if self.hsm:
+            body = {"recovery_shares": KEY_SHARES, "recovery_threshold": KEY_THRESHOLD}
+        else:
+            body = {"secret_shares": KEY_SHARES, "secret_threshold": KEY_THRESHOLD}
+        reply = self.node_request("node1", "PUT", "/v1/sys/init", body=body, timeout=60)
         if reply.status != 200:
             raise ClusterError(f"init failed: {reply.status} {reply.body[:500]!r}")
         self._save_keys(reply.doc)
         log(f"initialised node1; keys written to {self.keys_path}")
 
     def unseal(self, service: str, timeout: float = 120.0) -> None:
-        """Unseal ``service`` with the stored keys (a pending joiner completes its join)."""
+        """Unseal ``service`` with the stored keys (a pending joiner completes its join).
+
+        Under the HSM seal there are no unseal keys: wait for the node to unseal itself."""
+        if self.hsm:
+            wait_until(
+                lambda: self.seal_status(service).get("sealed") is False,
+                timeout,
+                f"{service} to unseal itself from the HSM",
+            )
+            return
         keys = self.load_keys()["unseal_keys_b64"][:KEY_THRESHOLD]
 
         def attempt() -> bool | None:
@@ -406,7 +476,9 @@ class ComposeCluster:
     def up(self, *, build: bool = True) -> dict[str, Any]:
         if build:
             subprocess.run(
-                [str(DEPLOY / "build-images.sh")], check=True, env={**os.environ, **self.env}
+                [str(DEPLOY / "build-images.sh"), *(["--hsm"] if self.hsm else [])],
+                check=True,
+                env={**os.environ, **self.env},
             )
         log(f"starting compose project {self.project!r}")
         self.start()
@@ -432,7 +504,8 @@ class ComposeCluster:
             f"  stats:      {self.stats_url}",
             f"  root token: {self.root_token}",
             f"  keys:       {self.keys_path}"
-            f"  (0600; {KEY_SHARES} shares, threshold {KEY_THRESHOLD})",
+            f"  (0600; {KEY_SHARES} {'recovery ' if self.hsm else ''}shares, "
+            f"threshold {KEY_THRESHOLD})",
             "",
             f"  export COFFER_ADDR={self.lb_url} COFFER_TOKEN={self.root_token}",
         ]
@@ -517,6 +590,12 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="build, start, initialise and unseal")
     up.add_argument("--no-build", action="store_true", help="use the images as they are")
+    parser.add_argument(
+        "--seal",
+        choices=SEALS,
+        default=os.environ.get("COFFER_SEAL") or "shamir",
+        help="pkcs11: the HSM variant (deploy/compose.hsm.yaml), nodes unseal themselves",
+    )
     commands.add_parser("down", help="remove containers, network, volumes and the key file")
     commands.add_parser("unseal", help="unseal every sealed node with the stored keys")
     commands.add_parser("status", help="containers, health, load balancer and Raft view")
@@ -532,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    cluster = ComposeCluster(project=args.project)
+    cluster = ComposeCluster(project=args.project, seal=args.seal)
     try:
         if args.command == "up":
             started = time.monotonic()

@@ -96,3 +96,40 @@ def compose_cluster(images: None, tmp_path: Path) -> Iterator[ComposeCluster]:
         cluster.down()
         left = project_resources(project)
         assert not any(left.values()), f"compose project {project} left behind {left}"
+
+
+@pytest.fixture(scope="session")
+def hsm_images(images: None) -> None:
+    """``coffer:latest-hsm`` (SoftHSM2 base), built once after the plain images; the
+    second build-images.sh run reuses every cached layer but the HSM image's."""
+    env = {**os.environ, "PYTHON": sys.executable}
+    done = subprocess.run(
+        [str(ROOT / "deploy" / "build-images.sh"), "--hsm"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+        check=False,
+    )
+    sys.stderr.write("".join(line + "\n" for line in done.stderr.splitlines() if "[" in line))
+    output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"build-images.sh --hsm failed:\n{output}"
+
+
+@pytest.fixture
+def hsm_compose_cluster(hsm_images: None, tmp_path: Path) -> Iterator[ComposeCluster]:
+    """The HSM variant (compose.hsm.yaml): initialised with recovery keys, self-unsealed."""
+    project = f"cofferhsm{uuid.uuid4().hex[:10]}"
+    cluster = ComposeCluster(
+        project=project,
+        state_dir=tmp_path / "cluster",
+        env={**free_port_env(), "COFFER_IMAGE": COFFER_IMAGE, "COFFER_LB_IMAGE": LB_IMAGE},
+        seal="pkcs11",
+    )
+    try:
+        cluster.up(build=False)
+        yield cluster
+    finally:
+        cluster.down()
+        left = project_resources(project)
+        assert not any(left.values()), f"compose project {project} left behind {left}"
