@@ -186,6 +186,17 @@ class Context:
     def warn(self, text: str) -> None:
         self.err.write(text + "\n")
 
+    def secret_argument(self, value: str | None, prompt: str, what: str, notice: str = "") -> str:
+        """A secret given on the command line, ``-`` (all of stdin), or else asked for
+        with :meth:`read_secret` (``notice`` is printed to stderr before the prompt)."""
+        if value == "-":
+            value = self.stdin.read().strip()
+        if value:
+            return value.strip()
+        if notice:
+            self.warn(notice)
+        return self.read_secret(prompt, what)
+
     def read_secret(self, prompt: str, what: str) -> str:
         """Ask for a secret without echo; an empty answer is an error.
 

@@ -140,13 +140,10 @@ def _provide(args: argparse.Namespace, ctx: Context) -> int:
                 '"coffer operator generate-root -init"'
             )
         nonce = str(status.get("nonce", ""))
-    key: str | None = args.key
-    if key == "-":
-        key = ctx.stdin.read().strip()
-    if not key:
-        ctx.warn(f"Operation nonce: {nonce}")
-        key = ctx.read_secret("Unseal Key (will be hidden): ", "unseal key")
-    response = ctx.call("posting unseal key", "PUT", _UPDATE, {"key": key.strip(), "nonce": nonce})
+    key = ctx.secret_argument(
+        args.key, "Unseal Key (will be hidden): ", "unseal key", f"Operation nonce: {nonce}"
+    )
+    response = ctx.call("posting unseal key", "PUT", _UPDATE, {"key": key, "nonce": nonce})
     return _print_status(ctx, response)
 
 

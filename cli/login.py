@@ -103,11 +103,7 @@ def _token_argument(values: list[str], ctx: Context) -> str:
     token = values[0] if values else None
     if token is not None and token.startswith("token="):
         token = token.removeprefix("token=")
-    if token == "-":
-        token = ctx.stdin.read().strip()
-    if not token:
-        token = ctx.read_secret("Token (will be hidden): ", "token")
-    return token.strip()
+    return ctx.secret_argument(token, "Token (will be hidden): ", "token")
 
 
 def _check_token(token: str, ctx: Context) -> dict[str, Any]:

@@ -94,15 +94,15 @@ def _provide(args: argparse.Namespace, ctx: Context, base: str, noun: str) -> in
                 'Error: no rekey is in progress; start one with "coffer operator rekey -init"'
             )
         nonce = str(status.get("nonce", ""))
-    key: str | None = args.key
-    if key == "-":
-        key = ctx.stdin.read().strip()
-    if not key:
-        ctx.warn(f"Rekey operation nonce: {nonce}")
-        prompt = "New " if args.verify else ""
-        key = ctx.read_secret(f"{prompt}{noun} (will be hidden): ", noun.lower())
+    prompt = "New " if args.verify else ""
+    key = ctx.secret_argument(
+        args.key,
+        f"{prompt}{noun} (will be hidden): ",
+        noun.lower(),
+        f"Rekey operation nonce: {nonce}",
+    )
     path = f"{base}/verify" if args.verify else f"{base}/update"
-    reply = ctx.call("posting key", "PUT", path, {"key": key.strip(), "nonce": nonce}) or {}
+    reply = ctx.call("posting key", "PUT", path, {"key": key, "nonce": nonce}) or {}
     if args.verify:
         if reply.get("complete"):
             if ctx.json:

@@ -52,9 +52,14 @@ def images() -> None:
         base_image_present() or (shutil.which("debootstrap") is not None and os.geteuid() == 0),
         "building the base image needs debootstrap and root",
     )
+    _build_images()
+
+
+def _build_images(*flags: str) -> None:
+    """Run deploy/build-images.sh (cached layers make a repeat cheap); fail with its output."""
     env = {**os.environ, "PYTHON": sys.executable}
     done = subprocess.run(
-        [str(ROOT / "deploy" / "build-images.sh")],
+        [str(ROOT / "deploy" / "build-images.sh"), *flags],
         capture_output=True,
         text=True,
         env=env,
@@ -63,7 +68,7 @@ def images() -> None:
     )
     sys.stderr.write("".join(line + "\n" for line in done.stderr.splitlines() if "[" in line))
     output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    assert done.returncode == 0, f"build-images.sh failed:\n{output}"
+    assert done.returncode == 0, f"build-images.sh {' '.join(flags)} failed:\n{output}"
 
 
 def project_resources(project: str) -> dict[str, list[str]]:
@@ -83,48 +88,30 @@ def project_resources(project: str) -> dict[str, list[str]]:
 @pytest.fixture
 def compose_cluster(images: None, tmp_path: Path) -> Iterator[ComposeCluster]:
     """A running, initialised, unsealed three-node cluster behind HAProxy."""
-    project = f"coffertest{uuid.uuid4().hex[:10]}"
-    cluster = ComposeCluster(
-        project=project,
-        state_dir=tmp_path / "cluster",
-        env={**free_port_env(), "COFFER_IMAGE": COFFER_IMAGE, "COFFER_LB_IMAGE": LB_IMAGE},
-    )
-    try:
-        cluster.up(build=False)
-        yield cluster
-    finally:
-        cluster.down()
-        left = project_resources(project)
-        assert not any(left.values()), f"compose project {project} left behind {left}"
+    yield from _running_cluster("coffertest", tmp_path, seal="shamir")
 
 
 @pytest.fixture(scope="session")
 def hsm_images(images: None) -> None:
     """``coffer:latest-hsm`` (SoftHSM2 base), built once after the plain images; the
     second build-images.sh run reuses every cached layer but the HSM image's."""
-    env = {**os.environ, "PYTHON": sys.executable}
-    done = subprocess.run(
-        [str(ROOT / "deploy" / "build-images.sh"), "--hsm"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1200,
-        check=False,
-    )
-    sys.stderr.write("".join(line + "\n" for line in done.stderr.splitlines() if "[" in line))
-    output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    assert done.returncode == 0, f"build-images.sh --hsm failed:\n{output}"
+    _build_images("--hsm")
 
 
 @pytest.fixture
 def hsm_compose_cluster(hsm_images: None, tmp_path: Path) -> Iterator[ComposeCluster]:
     """The HSM variant (compose.hsm.yaml): initialised with recovery keys, self-unsealed."""
-    project = f"cofferhsm{uuid.uuid4().hex[:10]}"
+    yield from _running_cluster("cofferhsm", tmp_path, seal="pkcs11")
+
+
+def _running_cluster(prefix: str, tmp_path: Path, seal: str) -> Iterator[ComposeCluster]:
+    """Up a fresh compose project, hand it out, and prove ``down`` left nothing behind."""
+    project = f"{prefix}{uuid.uuid4().hex[:10]}"
     cluster = ComposeCluster(
         project=project,
         state_dir=tmp_path / "cluster",
         env={**free_port_env(), "COFFER_IMAGE": COFFER_IMAGE, "COFFER_LB_IMAGE": LB_IMAGE},
-        seal="pkcs11",
+        seal=seal,
     )
     try:
         cluster.up(build=False)
