@@ -42,6 +42,9 @@ class Strategy:
     name: str
     noun: str
     mint: MintToken
+    #: False once the strategy no longer applies (a DR secondary promoted): its
+    #: attempt is then dropped instead of blocking every other generation.
+    available: Callable[[], bool] = lambda: True
 
 
 def encode_with_otp(token: str, otp: str) -> str:
@@ -115,6 +118,8 @@ class TokenGeneration:
     def start(
         self, strategy: Strategy, required: int, otp: str = "", pgp_key: str = ""
     ) -> dict[str, Any]:
+        if self._attempt is not None and not self._attempt.strategy.available():
+            self._attempt = None
         if self._attempt is not None:
             raise InvalidRequestError(f"{self._attempt.strategy.noun} already in progress")
         if pgp_key:

@@ -315,6 +315,17 @@ async def test_one_generation_at_a_time_with_generate_root(secondary: Shamir) ->
     assert (await _status(secondary))["nonce"] == dr_nonce  # another strategy's cancel
 
 
+async def test_a_promoted_secondary_drops_its_pending_attempt(secondary: Shamir) -> None:
+    await _start(secondary)
+    set_mode(secondary.core, "primary")  # promoted: the DR attempt can no longer be cancelled
+
+    root_start = await call(secondary.client, "PUT", "/v1/sys/generate-root/attempt", json_body={})
+
+    assert root_start.status == 200, str(root_start)
+    set_mode(secondary.core, "secondary")
+    assert (await _status(secondary))["started"] is False
+
+
 async def test_unavailable_while_sealed(shamir: Shamir) -> None:
     set_mode(shamir.core, "secondary")
 

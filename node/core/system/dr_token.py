@@ -37,7 +37,9 @@ _DELETE_FIELDS = {
 class DrTokenPaths:
     def __init__(self, core: Core) -> None:
         self._core = core
-        self._strategy = Strategy("dr", "DR operation token generation", self._mint)
+        self._strategy = Strategy(
+            "dr", "DR operation token generation", self._mint, self._is_dr_secondary
+        )
 
     def paths(self) -> list[Path]:
         return [
@@ -67,6 +69,9 @@ class DrTokenPaths:
                 summary="Delete a DR operation token generated on this secondary.",
             ),
         ]
+
+    def _is_dr_secondary(self) -> bool:
+        return self._core.replication_mode("dr") == "secondary"
 
     async def _mint(self) -> str:
         return await self._core.dr_operation_tokens.mint()
