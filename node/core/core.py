@@ -20,13 +20,14 @@ from node.barrier.cache import DEFAULT_CACHE_SIZE
 from node.barrier.view import BarrierView
 from node.config.model import SealStanza
 from node.core.access import AccessControl
+from node.core.dr_operation import DrOperationTokens, ReplicationMode, replication_disabled
 from node.core.lifecycle import Lifecycle, new_cluster_id
 from node.core.login import IdentityLink, LoginCompleter
 from node.core.mount_table import MountTable, delete_prefix
 from node.core.pipeline import Pipeline
 from node.core.replicated import ReplicatedWrites
 from node.core.state import SealStatus
-from node.core.system.keys import make_root_generation
+from node.core.system.keys import make_token_generation
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
 from node.logical.request import Request
@@ -127,7 +128,10 @@ class Core:
         cache = self.barrier.cache
         self.metrics.watch_cache(lambda: (cache.hits, cache.misses, len(cache)))
         self.pipeline = Pipeline(self)
-        self.root_generation = make_root_generation(self)
+        self.token_generation = make_token_generation(self)
+        #: Seam until node/replication lands: the cluster's mode per replication kind.
+        self.replication_mode: ReplicationMode = replication_disabled
+        self.dr_operation_tokens = DrOperationTokens(self)
         self.cluster_name = ""
         self.cluster_id = ""
         self.started_at = time.time()
