@@ -1,11 +1,11 @@
 """``make test``'s pytest stage: in-process suites on every core, then the cluster suites alone.
 
-Why two stages. Most of the suite (unit, api, conformance, hsm, integration) runs an
+Why two stages. Most of the suite (unit, api, conformance, hsm, integration, ui) runs an
 in-process core or one server process per test and is CPU-bound, so it runs on all
 cores with pytest-xdist (``--dist worksteal``: the one long test, the OpenAPI fuzz run,
 is collected first so a worker starts it at once while the other takes the rest). The
 suites that measure healing, failover and deployment (``SERIAL``) start three-node
-clusters, containers or a browser and wait on timeouts tuned for a machine they have to
+clusters or containers and wait on timeouts tuned for a machine they have to
 themselves, so they run afterwards in one process. The Docker images the deployment
 tests need are built in the background during the first stage (network- and
 disk-bound work that overlaps the CPU-bound tests); the deploy fixtures then find every
@@ -30,14 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Suites that need the machine to themselves (real clusters, containers, a browser).
-SERIAL = (
-    "tests/cluster",
-    "tests/replication",
-    "tests/ui",
-    "tests/deploy",
-    "tests/hsm/test_hsm_cluster.py",
-)
+#: Suites whose timeouts assume the machine to themselves: Raft clusters healing under
+#: faults, replication between clusters, compose clusters in containers.
+SERIAL = ("tests/cluster", "tests/replication", "tests/deploy")
 #: Collected first in the parallel stage: the longest single test.
 FIRST = ("tests/integration/test_openapi_fuzz.py",)
 COVERED = ("node", "api", "consensus", "sdk")
