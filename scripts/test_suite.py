@@ -1,11 +1,11 @@
-"""``make test``'s pytest stage: in-process suites on every core, then the cluster suites alone.
+"""``make test``'s pytest stage: most tests on every core, then the timing-bound ones alone.
 
-Why two stages. Most of the suite (unit, api, conformance, hsm, integration, ui) runs an
-in-process core or one server process per test and is CPU-bound, so it runs on all
+Why two stages. Most of the suite runs an in-process core, one server process or a
+cluster that is only waited on, and is CPU-bound, so it runs on all
 cores with pytest-xdist (``--dist worksteal``: the one long test, the OpenAPI fuzz run,
 is collected first so a worker starts it at once while the other takes the rest). The
-suites that measure healing, failover and deployment (``SERIAL``) start three-node
-clusters or containers and wait on timeouts tuned for a machine they have to
+tests marked ``serial`` bound the time a three-node cluster takes to heal or fail
+over, or build and run containers; their bounds assume a machine they have to
 themselves, so they run afterwards in one process. The Docker images the deployment
 tests need are built in the background during the first stage (network- and
 disk-bound work that overlaps the CPU-bound tests); the deploy fixtures then find every
@@ -30,9 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Suites whose timeouts assume the machine to themselves: Raft clusters healing under
-#: faults, replication between clusters, compose clusters in containers.
-SERIAL = ("tests/cluster", "tests/replication", "tests/deploy")
+#: Tests marked ``serial`` (pyproject's markers) bound time under faults (Raft healing,
+#: failover, forwarding timeouts) or build and run containers: they run alone.
+SERIAL = "serial"
 #: Collected first in the parallel stage: the longest single test.
 FIRST = ("tests/integration/test_openapi_fuzz.py",)
 COVERED = ("node", "api", "consensus", "sdk")
@@ -41,7 +41,6 @@ COVERED = ("node", "api", "consensus", "sdk")
 def main() -> int:
     args = _parse()
     os.chdir(ROOT)
-    serial = [path for path in SERIAL if Path(path).exists()]
     cov = [f"--cov={package}" for package in COVERED] if args.cov_floor is not None else []
     if cov:
         Path(".coverage").unlink(missing_ok=True)
@@ -50,7 +49,7 @@ def main() -> int:
     parallel = [
         *FIRST,
         "tests",
-        *(f"--ignore={path}" for path in serial),
+        f"-m=not {SERIAL}",
         f"-n={args.jobs}",
         "--dist=worksteal",
         *cov,
@@ -61,8 +60,9 @@ def main() -> int:
         _finish_image_build(images)
     if code:
         return code
-    finishing = [*serial, *cov, "--cov-append", "--cov-report=term:skip-covered"] if cov else serial
+    finishing = ["tests", f"-m={SERIAL}"]
     if cov:
+        finishing += [*cov, "--cov-append", "--cov-report=term:skip-covered"]
         finishing.append(f"--cov-fail-under={args.cov_floor}")
     return _stage("serial", finishing)
 
