@@ -25,6 +25,12 @@ Rules a batch keeps:
   an entry of its own, in queue order.
 
 Restores and membership changes are never batched: they are sent at once, alone.
+
+**Every attempt ends.** A pysyncobj callback may never fire (failover), so each
+sent entry has one expiry timer: after ``expire_after`` seconds its callers'
+futures that are still open get ``"timeout"``. Callers simply await their
+future (no ``asyncio.wait`` and timer per write); a result that arrives after
+the expiry is dropped, and the caller's retry with the same command id finds it.
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ class CommitBatcher:
         max_in_flight: int,
         max_commands: int,
         release_after: float,
+        expire_after: float,
         max_bytes: int = MAX_COMMAND_BYTES,
     ) -> None:
         self._submit = submit
@@ -94,6 +101,7 @@ class CommitBatcher:
         self._max_in_flight = max_in_flight
         self._max_commands = max_commands
         self._release_after = release_after
+        self._expire_after = expire_after
         self._max_bytes = max_bytes
         self._queue: list[_Pending] = []
         self._in_flight = 0
@@ -166,7 +174,10 @@ class CommitBatcher:
     # -- submission and results ------------------------------------------------------
 
     def _send(self, batch: list[_Pending], blob: bytes, slot: _Slot | None) -> None:
+        expiry = self._loop.call_later(self._expire_after, self._expire, batch)
+
         def settle(result: Any, error: int) -> None:
+            expiry.cancel()
             if slot is not None:
                 self._release(slot)
             self._settle(batch, result, error)
@@ -177,6 +188,7 @@ class CommitBatcher:
         try:
             self._submit(blob, callback)
         except (OSError, TypeError) as exc:  # the node is stopping underneath us
+            expiry.cancel()
             if slot is not None:
                 self._release(slot)
             self._finish(batch, [repr(exc)] * len(batch))
@@ -204,6 +216,12 @@ class CommitBatcher:
             self._finish(batch, list(decoded.results))
         else:  # a single command, or a batch rejected as a whole
             self._finish(batch, [decoded] * len(batch))
+
+    @staticmethod
+    def _expire(batch: list[_Pending]) -> None:
+        for pending in batch:
+            if not pending.future.done():
+                pending.future.set_result("timeout")
 
     @staticmethod
     def _finish(batch: list[_Pending], outcomes: list[Outcome]) -> None:

@@ -119,7 +119,8 @@ class RaftConfig:
     compaction_min_entries: int = 5000
     compaction_min_time: float = 300.0
     snapshot_chunk_bytes: int = 1024 * 1024
-    #: Mutual TLS between peers (consensus.pki); None: Fernet only, as before.
+    #: Mutual TLS between peers (consensus.pki), which then replaces Fernet;
+    #: None: Fernet under the password derived from ``cluster_secret`` only.
     tls: RaftTLS | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -199,7 +200,10 @@ def to_syncobj_conf(
     """The engine settings for ``config``; ``journal`` and ``snapshot_store`` are ours."""
     host, port = parse_address(config.cluster_addr, "cluster_addr")
     conf = SyncObjConf(
-        password=derive_transport_password(config.cluster_secret),
+        # With mutual TLS the link is already encrypted and authenticated (in C,
+        # with per-connection keys, so nothing replays across connections): no
+        # Fernet per message on top. Without TLS the password's Fernet is all there is.
+        password=None if tls_contexts else derive_transport_password(config.cluster_secret),
         # Without this the library binds 0.0.0.0 whatever the self address says.
         bindAddress=f"{host}:{port}",
         autoTick=False,  # consensus.node runs the tick loop (sync points, clean stop)

@@ -199,7 +199,12 @@ async def settle() -> None:
 
 def batcher_for(raft: FakeRaft, **limits: Any) -> CommitBatcher:
     loop = asyncio.get_running_loop()
-    settings: dict[str, Any] = {"max_in_flight": 1, "max_commands": 64, "release_after": 30.0}
+    settings: dict[str, Any] = {
+        "max_in_flight": 1,
+        "max_commands": 64,
+        "release_after": 30.0,
+        "expire_after": 60.0,
+    }
     settings.update(limits)
     return CommitBatcher(raft.submit, LoopBridge(loop), loop, **settings)
 

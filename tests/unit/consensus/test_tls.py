@@ -69,6 +69,8 @@ async def test_nodes_with_certificates_from_the_cluster_ca_replicate(tmp_path: P
         for node in nodes:
             await node.wait_for_index(revision, 10)
             assert await node.get("over-tls") is not None
+            # TLS alone guards the link: no Fernet per message inside it.
+            assert node._node._obj.encryptor is None
 
 
 async def test_a_peer_with_a_foreign_certificate_cannot_connect_even_with_the_password(
