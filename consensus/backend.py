@@ -76,7 +76,8 @@ class RaftBackend:
         self._config = node.config
         self._bridge = LoopBridge(loop)
         self._batcher = CommitBatcher(
-            lambda blob, callback: self._node.submit(blob, callback),  # looked up per call
+            # looked up per call
+            lambda blob, callback, decoded: self._node.submit(blob, callback, decoded),
             self._bridge,
             loop,
             max_in_flight=self._config.batch_max_in_flight,

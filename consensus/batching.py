@@ -45,6 +45,7 @@ from consensus.bridge import FAIL_NAMES, LoopBridge
 from consensus.commands import (
     BATCH_OVERHEAD,
     MAX_COMMAND_BYTES,
+    Batch,
     BatchResult,
     Command,
     CommandError,
@@ -52,6 +53,7 @@ from consensus.commands import (
     Txn,
     decode_result,
     encode_batch,
+    is_canonical,
 )
 from sdk.errors import StorageError
 
@@ -61,7 +63,8 @@ log = logging.getLogger(__name__)
 
 #: A decoded result, or why this attempt failed (a pysyncobj FAIL_REASON name).
 Outcome = Result | str
-Submit = Callable[[bytes, Callable[[Any, int], None]], None]
+#: ``submit(blob, callback, decoded)``: ``decoded`` is what the blob decodes to, or None.
+Submit = Callable[[bytes, Callable[[Any, int], None], Command | Batch | None], None]
 
 _SUCCESS = 0
 
@@ -70,6 +73,8 @@ _SUCCESS = 0
 class _Pending:
     blob: bytes
     future: asyncio.Future[Outcome]
+    #: The command, if ``blob`` decodes back to exactly it (``is_canonical``).
+    command: Command | None = None
 
 
 @dataclass(slots=True)
@@ -114,10 +119,11 @@ class CommitBatcher:
         """Send ``command`` (already encoded as ``blob``); the future never raises
         for a failed attempt, it carries the failure's name instead."""
         future: asyncio.Future[Outcome] = self._loop.create_future()
+        pending = _Pending(blob, future, command if is_canonical(command) else None)
         if not isinstance(command, Txn) or self._max_commands <= 1:
-            self._send([_Pending(blob, future)], blob, None)
+            self._send([pending], blob, None)
             return future
-        self._queue.append(_Pending(blob, future))
+        self._queue.append(pending)
         self._schedule()
         return future
 
@@ -185,8 +191,14 @@ class CommitBatcher:
         def callback(result: Any, error: int) -> None:  # on the Raft thread
             self._bridge.post(lambda: settle(result, error))
 
+        decoded: Command | Batch | None = None
+        if all(pending.command is not None for pending in batch):
+            if len(batch) == 1:
+                decoded = batch[0].command
+            else:
+                decoded = Batch(tuple(p.command for p in batch))  # type: ignore[misc]
         try:
-            self._submit(blob, callback)
+            self._submit(blob, callback, decoded)
         except (OSError, TypeError) as exc:  # the node is stopping underneath us
             expiry.cancel()
             if slot is not None:

@@ -50,6 +50,7 @@ __all__ = [
     "encode_batch",
     "encode_command",
     "encode_result",
+    "is_canonical",
     "new_command_id",
     "result_from_obj",
     "result_to_obj",
@@ -284,6 +285,67 @@ def _decode_body(body: object) -> Command:
         _str(member.get("node_id"), "node_id"),
         None if address is None else _str(address, "address"),
     )
+
+
+def _canonical_expect(value: object, *, required: bool) -> bool:
+    if value is None:
+        return not required
+    return type(value) is int and value >= 0
+
+
+def _canonical_op(op: object) -> bool:
+    kind = type(op)
+    if kind is Put:
+        assert isinstance(op, Put)
+        return (
+            type(op.key) is str
+            and type(op.value) is bytes
+            and _canonical_expect(op.expect, required=False)
+        )
+    if kind is Delete:
+        assert isinstance(op, Delete)
+        return type(op.key) is str and _canonical_expect(op.expect, required=False)
+    if kind is Check:
+        assert isinstance(op, Check)
+        return type(op.key) is str and _canonical_expect(op.expect, required=True)
+    return False
+
+
+def is_canonical(command: object) -> bool:
+    """Whether ``decode_command(encode_command(command))`` gives ``command`` back
+    exactly (same values *and* types): then a node may apply its own command
+    from the object instead of decoding the entry, and behave as every other
+    replica does. Anything else (a ``bytearray`` value, a ``bool`` or negative
+    ``expect``, a list of ops) is decoded from the log like any entry."""
+    kind = type(command)
+    if kind is Txn:
+        assert isinstance(command, Txn)
+        return (
+            type(command.id) is str
+            and type(command.ops) is tuple
+            and all(_canonical_op(op) for op in command.ops)
+        )
+    if kind is Restore:
+        assert isinstance(command, Restore)
+        return (
+            type(command.id) is str
+            and type(command.items) is tuple
+            and all(
+                type(item) is tuple
+                and len(item) == 2
+                and type(item[0]) is str
+                and type(item[1]) is bytes
+                for item in command.items
+            )
+        )
+    if kind is MemberChange:
+        assert isinstance(command, MemberChange)
+        return (
+            type(command.id) is str
+            and type(command.node_id) is str
+            and (command.address is None or type(command.address) is str)
+        )
+    return False
 
 
 def result_to_obj(result: Result) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from consensus._vendor.pysyncobj.poller import POLL_EVENT_TYPE
+from consensus.commands import Batch, Command
 from consensus.config import Durability, RaftConfig, to_syncobj_conf
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
@@ -292,8 +293,13 @@ class RaftNode:
     def add_listener(self, listener: Listener) -> None:
         self._obj.add_listener(listener)
 
-    def submit(self, blob: bytes, callback: Callable[[Any, int], None]) -> None:
-        self._obj.submit(blob, callback)
+    def submit(
+        self,
+        blob: bytes,
+        callback: Callable[[Any, int], None],
+        decoded: Command | Batch | None = None,
+    ) -> None:
+        self._obj.submit(blob, callback, decoded)
 
     def add_node(self, address: str, callback: Callable[[Any, int], None]) -> None:
         self._obj.addNodeToCluster(address, callback=callback)

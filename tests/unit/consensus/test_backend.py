@@ -324,6 +324,16 @@ async def test_an_attempt_whose_callback_never_comes_expires(tmp_path: Path) -> 
         await backend.close()
 
 
+async def test_own_entries_are_applied_from_the_submitted_commands(
+    backend: RaftBackend,
+) -> None:
+    revisions = await asyncio.gather(*(backend.put(f"own{n}", b"v%d" % n) for n in range(20)))
+
+    assert not backend._node._obj._proposed, "every own entry was taken, none decoded"
+    for n, revision in enumerate(revisions):
+        assert await backend.get(f"own{n}") == Entry(f"own{n}", b"v%d" % n, revision)
+
+
 async def test_the_same_command_id_twice_applies_once(backend: RaftBackend) -> None:
     command = Txn(new_command_id(), (Put("k", b"v"),))
 

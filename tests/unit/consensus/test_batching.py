@@ -183,7 +183,9 @@ class FakeRaft:
         self.callbacks: list[Callable[[Any, int], None]] = []
         self.state = KVState()
 
-    def submit(self, blob: bytes, callback: Callable[[Any, int], None]) -> None:
+    def submit(
+        self, blob: bytes, callback: Callable[[Any, int], None], decoded: Any = None
+    ) -> None:
         self.blobs.append(blob)
         self.callbacks.append(callback)
 
