@@ -209,6 +209,8 @@ def to_syncobj_conf(
         autoTick=False,  # consensus.node runs the tick loop (sync points, clean stop)
         appendEntriesUseBatch=False,  # replicate at once instead of on the next 100 ms tick
         appendEntriesPeriod=config.heartbeat_interval,
+        # The commit index rides on the next append; alone only after this long.
+        commitPropagationDelay=config.heartbeat_interval / 10,
         # Entries per AppendEntries; a bigger one travels alone (consensus.wire caps frames).
         appendEntriesBatchSizeBytes=APPEND_BATCH_BYTES,
         raftMinTimeout=config.election_timeout_min,
