@@ -45,10 +45,13 @@ from consensus.bridge import FAIL_NAMES, LoopBridge
 from consensus.commands import (
     BATCH_OVERHEAD,
     MAX_COMMAND_BYTES,
+    Applied,
     Batch,
     BatchResult,
     Command,
     CommandError,
+    Mismatch,
+    Rejected,
     Result,
     Txn,
     decode_result,
@@ -67,6 +70,7 @@ Outcome = Result | str
 Submit = Callable[[bytes, Callable[[Any, int], None], Command | Batch | None], None]
 
 _SUCCESS = 0
+_RESULTS = (Applied, Mismatch, Rejected, BatchResult)
 
 
 @dataclass(slots=True)
@@ -213,7 +217,9 @@ class CommitBatcher:
             self._finish(batch, [FAIL_NAMES.get(error, str(error))] * len(batch))
             return
         try:
-            decoded = decode_result(raw)
+            # The replica hands over its result object (results never leave the
+            # node); bytes are the encoded form of one.
+            decoded = raw if isinstance(raw, _RESULTS) else decode_result(raw)
         except (CommandError, TypeError) as exc:
             failure = StorageError(f"undecodable raft result: {exc}")
             for pending in batch:

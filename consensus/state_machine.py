@@ -27,9 +27,9 @@ from consensus.commands import (
     Batch,
     Command,
     CommandError,
+    EntryResult,
     Rejected,
     decode_command,
-    encode_result,
 )
 from consensus.state import ChangeSet, KVState
 
@@ -97,10 +97,10 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
                     del self._proposed[next(iter(self._proposed))]
         self.submitCommand(blob, callback)
 
-    def applyCommandPayload(self, payload: bytes) -> bytes:
+    def applyCommandPayload(self, payload: bytes) -> EntryResult:
         return self.apply(payload)
 
-    def apply(self, blob: bytes) -> bytes:
+    def apply(self, blob: bytes) -> EntryResult:
         index = self.raftLastApplied + 1
         command: Command | Batch | Rejected | None = None
         if self._proposed:
@@ -114,4 +114,6 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         result, changes = self._kv.apply(index, command)
         if changes is not None:
             self.notify(changes)
-        return encode_result(result)
+        # Handed to this node's own callback only (a follower's forwarded command
+        # is answered by its own replica's apply), so never encoded.
+        return result
