@@ -106,8 +106,9 @@ class RaftConfig:
     clock_drift_margin: float = 0.1
     #: Keep-alive traffic between all peers; 0 disables (only for measuring its effect).
     ping_interval: float = 0.25
-    #: Per attempt, for every write: a silent callback never hangs a caller.
-    #: Earlier attempts stay awaited, so a slow commit is not a lost one.
+    #: Per attempt, for every write: a silent callback never hangs a caller. A
+    #: slow commit is not a lost one: the retry carries the same command id, so
+    #: it is answered with the first attempt's result if that one committed.
     request_timeout: float = 2.0
     #: With the backoff (25 ms doubling to 400 ms) 8 attempts span a failover.
     request_attempts: int = 8

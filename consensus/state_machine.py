@@ -41,7 +41,7 @@ Listener = Callable[[ChangeSet], None]
 
 #: Own commands kept for :meth:`ReplicatedStore.apply` (entries in flight on this
 #: node; one that never commits is dropped when this many newer ones came).
-_PROPOSED_MAX = 64
+_PROPOSED_MAX = 16
 #: Bigger entries (restores) are decoded again rather than held.
 _PROPOSED_MAX_BYTES = 1024 * 1024
 
