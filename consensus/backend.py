@@ -64,7 +64,7 @@ __all__ = ["RaftBackend"]
 log = logging.getLogger(__name__)
 
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.025, 0.4
-#: How often an attempt submitted on the leader checks that the lease still holds.
+#: How often attempts submitted on the leader check that the lease still holds.
 _LEASE_POLL = 0.05
 
 
@@ -76,7 +76,8 @@ class RaftBackend:
         self._config = node.config
         self._bridge = LoopBridge(loop)
         self._batcher = CommitBatcher(
-            lambda blob, callback: self._node.submit(blob, callback),  # looked up per call
+            # looked up per call
+            lambda blob, callback, decoded: self._node.submit(blob, callback, decoded),
             self._bridge,
             loop,
             max_in_flight=self._config.batch_max_in_flight,
@@ -84,7 +85,12 @@ class RaftBackend:
             # Only a lost callback holds a slot this long; a slow commit merely
             # lets the next batch overlap it.
             release_after=self._config.request_timeout / 4,
+            expire_after=self._config.request_timeout,
         )
+        # Attempts submitted while leading, watched together for the lease (one
+        # timer for all of them, not one per write).
+        self._led_attempts: list[asyncio.Future[Outcome]] = []
+        self._lease_timer: asyncio.TimerHandle | None = None
         self._waiters = IndexWaiters()  # logical indexes
         self._log_waiters = IndexWaiters()  # Raft log indexes
         # The indexes as the event loop has seen them: progress is posted after the
@@ -319,19 +325,20 @@ class RaftBackend:
         except CommandError as exc:
             raise PayloadTooLargeError(str(exc)) from exc
         state = self._node.state
-        pending: set[asyncio.Future[Outcome]] = set()
         reason = "not submitted"
         for attempt in range(self._config.request_attempts):
             if attempt:
                 await asyncio.sleep(min(_BACKOFF_FIRST * 2 ** (attempt - 1), _BACKOFF_MAX))
-            known = state.result_for(command.id)
-            if known is not None:
-                return self._checked(known)
+                # A fresh id is unknown; after a failed attempt the command may
+                # have been applied all the same.
+                known = state.result_for(command.id)
+                if known is not None:
+                    return self._checked(known)
             self._ensure_usable()
-            led = self._node.is_leader()
             future = self._batcher.submit(command, blob)
-            pending.add(future)
-            outcome = await self._await_attempt(future, pending, led=led)
+            if self._node.is_leader():
+                self._watch_lease(future)
+            outcome = await future  # raises StorageError if undecodable
             if isinstance(outcome, str):
                 reason = outcome
                 continue
@@ -344,42 +351,31 @@ class RaftBackend:
             f"(last: {reason}); it may still be applied"
         )
 
-    async def _await_attempt(
-        self,
-        current: asyncio.Future[Outcome],
-        pending: set[asyncio.Future[Outcome]],
-        *,
-        led: bool = False,
-    ) -> Outcome:
-        """The first success among all attempts so far, or why ``current`` failed.
+    def _watch_lease(self, attempt: asyncio.Future[Outcome]) -> None:
+        """End ``attempt``, submitted while this node led, once the lease is lost.
 
-        An attempt submitted while this node led is given up as soon as the
-        node no longer holds its lease: cut off from its majority, its entry
-        may never commit, and pysyncobj would not say so until the log is
-        overwritten. The retry (same command id) goes to whoever leads now,
-        or fails after the usual attempts, so the caller hears within about
-        the lease instead of after ``request_timeout``.
+        Cut off from its majority, the entry may never commit, and pysyncobj
+        would not say so until the log is overwritten. The retry (same command
+        id) goes to whoever leads now, or fails after the usual attempts, so the
+        caller hears within about the lease instead of after ``request_timeout``
+        (which the batcher's expiry enforces for every attempt).
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._config.request_timeout
-        while True:
-            wait = max(deadline - loop.time(), 0)
-            if led:
-                wait = min(wait, _LEASE_POLL)
-            done, _ = await asyncio.wait(pending, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-            if not done:
-                if loop.time() < deadline and not (led and not self._node.has_lease()):
-                    continue
-                return "timeout" if loop.time() >= deadline else "leader lease lost"
-            for future in done:
-                pending.discard(future)
-                outcome = future.result()  # raises StorageError if undecodable
-                if not isinstance(outcome, str):
-                    return outcome
-            if current.done():
-                failed = current.result()
-                assert isinstance(failed, str)
-                return failed
+        self._led_attempts.append(attempt)
+        if self._lease_timer is None:
+            loop = asyncio.get_running_loop()
+            self._lease_timer = loop.call_later(_LEASE_POLL, self._check_lease)
+
+    def _check_lease(self) -> None:
+        self._lease_timer = None
+        open_attempts = [attempt for attempt in self._led_attempts if not attempt.done()]
+        if open_attempts and not self._node.has_lease():
+            for attempt in open_attempts:
+                attempt.set_result("leader lease lost")
+            open_attempts = []
+        self._led_attempts = open_attempts
+        if open_attempts:
+            loop = asyncio.get_running_loop()
+            self._lease_timer = loop.call_later(_LEASE_POLL, self._check_lease)
 
     @staticmethod
     def _checked(result: Result) -> Result:

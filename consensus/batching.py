@@ -25,6 +25,12 @@ Rules a batch keeps:
   an entry of its own, in queue order.
 
 Restores and membership changes are never batched: they are sent at once, alone.
+
+**Every attempt ends.** A pysyncobj callback may never fire (failover), so each
+sent entry has one expiry timer: after ``expire_after`` seconds its callers'
+futures that are still open get ``"timeout"``. Callers simply await their
+future (no ``asyncio.wait`` and timer per write); a result that arrives after
+the expiry is dropped, and the caller's retry with the same command id finds it.
 """
 
 from __future__ import annotations
@@ -39,13 +45,18 @@ from consensus.bridge import FAIL_NAMES, LoopBridge
 from consensus.commands import (
     BATCH_OVERHEAD,
     MAX_COMMAND_BYTES,
+    Applied,
+    Batch,
     BatchResult,
     Command,
     CommandError,
+    Mismatch,
+    Rejected,
     Result,
     Txn,
     decode_result,
     encode_batch,
+    is_canonical,
 )
 from sdk.errors import StorageError
 
@@ -55,15 +66,19 @@ log = logging.getLogger(__name__)
 
 #: A decoded result, or why this attempt failed (a pysyncobj FAIL_REASON name).
 Outcome = Result | str
-Submit = Callable[[bytes, Callable[[Any, int], None]], None]
+#: ``submit(blob, callback, decoded)``: ``decoded`` is what the blob decodes to, or None.
+Submit = Callable[[bytes, Callable[[Any, int], None], Command | Batch | None], None]
 
 _SUCCESS = 0
+_RESULTS = (Applied, Mismatch, Rejected, BatchResult)
 
 
 @dataclass(slots=True)
 class _Pending:
     blob: bytes
     future: asyncio.Future[Outcome]
+    #: The command, if ``blob`` decodes back to exactly it (``is_canonical``).
+    command: Command | None = None
 
 
 @dataclass(slots=True)
@@ -86,6 +101,7 @@ class CommitBatcher:
         max_in_flight: int,
         max_commands: int,
         release_after: float,
+        expire_after: float,
         max_bytes: int = MAX_COMMAND_BYTES,
     ) -> None:
         self._submit = submit
@@ -94,6 +110,7 @@ class CommitBatcher:
         self._max_in_flight = max_in_flight
         self._max_commands = max_commands
         self._release_after = release_after
+        self._expire_after = expire_after
         self._max_bytes = max_bytes
         self._queue: list[_Pending] = []
         self._in_flight = 0
@@ -106,10 +123,11 @@ class CommitBatcher:
         """Send ``command`` (already encoded as ``blob``); the future never raises
         for a failed attempt, it carries the failure's name instead."""
         future: asyncio.Future[Outcome] = self._loop.create_future()
+        pending = _Pending(blob, future, command if is_canonical(command) else None)
         if not isinstance(command, Txn) or self._max_commands <= 1:
-            self._send([_Pending(blob, future)], blob, None)
+            self._send([pending], blob, None)
             return future
-        self._queue.append(_Pending(blob, future))
+        self._queue.append(pending)
         self._schedule()
         return future
 
@@ -166,7 +184,10 @@ class CommitBatcher:
     # -- submission and results ------------------------------------------------------
 
     def _send(self, batch: list[_Pending], blob: bytes, slot: _Slot | None) -> None:
+        expiry = self._loop.call_later(self._expire_after, self._expire, batch)
+
         def settle(result: Any, error: int) -> None:
+            expiry.cancel()
             if slot is not None:
                 self._release(slot)
             self._settle(batch, result, error)
@@ -174,9 +195,16 @@ class CommitBatcher:
         def callback(result: Any, error: int) -> None:  # on the Raft thread
             self._bridge.post(lambda: settle(result, error))
 
+        decoded: Command | Batch | None = None
+        if all(pending.command is not None for pending in batch):
+            if len(batch) == 1:
+                decoded = batch[0].command
+            else:
+                decoded = Batch(tuple(p.command for p in batch))  # type: ignore[misc]
         try:
-            self._submit(blob, callback)
+            self._submit(blob, callback, decoded)
         except (OSError, TypeError) as exc:  # the node is stopping underneath us
+            expiry.cancel()
             if slot is not None:
                 self._release(slot)
             self._finish(batch, [repr(exc)] * len(batch))
@@ -189,7 +217,9 @@ class CommitBatcher:
             self._finish(batch, [FAIL_NAMES.get(error, str(error))] * len(batch))
             return
         try:
-            decoded = decode_result(raw)
+            # The replica hands over its result object (results never leave the
+            # node); bytes are the encoded form of one.
+            decoded = raw if isinstance(raw, _RESULTS) else decode_result(raw)
         except (CommandError, TypeError) as exc:
             failure = StorageError(f"undecodable raft result: {exc}")
             for pending in batch:
@@ -204,6 +234,12 @@ class CommitBatcher:
             self._finish(batch, list(decoded.results))
         else:  # a single command, or a batch rejected as a whole
             self._finish(batch, [decoded] * len(batch))
+
+    @staticmethod
+    def _expire(batch: list[_Pending]) -> None:
+        for pending in batch:
+            if not pending.future.done():
+                pending.future.set_result("timeout")
 
     @staticmethod
     def _finish(batch: list[_Pending], outcomes: list[Outcome]) -> None:

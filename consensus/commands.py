@@ -24,6 +24,8 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from sdk import jsoncodec
 from sdk.physical import Check, Delete, Put, TxnOp
 from sdk.random_pool import random_hex
@@ -50,6 +52,7 @@ __all__ = [
     "encode_batch",
     "encode_command",
     "encode_result",
+    "is_canonical",
     "new_command_id",
     "result_from_obj",
     "result_to_obj",
@@ -201,9 +204,16 @@ def _str(value: object, what: str) -> str:
     return value
 
 
-def _expect(value: object, *, required: bool) -> int | None:
+class _Inexact(Exception):
+    """orjson read a number where an integer belongs as a float (it does so for
+    integers beyond 64 bits): decode the blob again with the exact parser."""
+
+
+def _expect(value: object, *, required: bool, exact: bool) -> int | None:
     if value is None and not required:
         return None
+    if type(value) is float and not exact:
+        raise _Inexact
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise CommandError(
             "expect must be a non-negative integer" + ("" if required else " or null")
@@ -211,41 +221,68 @@ def _expect(value: object, *, required: bool) -> int | None:
     return value
 
 
-def _decode_op(raw: object) -> TxnOp:
+def _decode_op(raw: object, exact: bool) -> TxnOp:
     if not isinstance(raw, dict):
         raise CommandError("op must be an object")
     kind = raw.get("op")
     key = _str(raw.get("key"), "key")
     if kind == "put":
-        return Put(key, _unb64(raw.get("value")), _expect(raw.get("expect"), required=False))
+        expect = _expect(raw.get("expect"), required=False, exact=exact)
+        return Put(key, _unb64(raw.get("value")), expect)
     if kind == "delete":
-        return Delete(key, _expect(raw.get("expect"), required=False))
+        return Delete(key, _expect(raw.get("expect"), required=False, exact=exact))
     if kind == "check":
-        expect = _expect(raw.get("expect"), required=True)
-        assert expect is not None
-        return Check(key, expect)
+        required = _expect(raw.get("expect"), required=True, exact=exact)
+        assert required is not None
+        return Check(key, required)
     raise CommandError(f"unknown op {kind!r}")
 
 
 def decode_command(blob: bytes) -> Command | Batch:
-    """Decode strictly: unknown versions and shapes are errors, never guesses."""
+    """Decode strictly: unknown versions and shapes are errors, never guesses.
+
+    orjson parses first. ``sdk.jsoncodec.loads`` scans the whole blob for runs
+    of 19 digits (an integer orjson would read as a float) before it parses,
+    which for a batch of base64 values cost more than the parse itself. Here
+    only the places where an integer belongs are checked: a float there, or
+    anything orjson refuses, and the blob is decoded again exactly as before
+    (``_decode_exact``; a property test compares the two on any input).
+    """
+    try:
+        body = orjson.loads(blob)
+    except orjson.JSONDecodeError:
+        pass  # what orjson refuses, the exact parser may still read
+    else:
+        try:
+            return _decode_parsed(body, exact=False)
+        except _Inexact:
+            pass
+    return _decode_exact(blob)
+
+
+def _decode_exact(blob: bytes) -> Command | Batch:
+    """The reference decoding: ``sdk.jsoncodec`` (exact as ``json``), then the schema."""
     try:
         body = jsoncodec.loads(blob)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise CommandError("command is not valid JSON") from exc
+    return _decode_parsed(body, exact=True)
+
+
+def _decode_parsed(body: object, exact: bool) -> Command | Batch:
     if isinstance(body, dict) and body.get("v") == BATCH_VERSION:
         inner = body.get("batch")
         if set(body) != {"v", "batch"} or not isinstance(inner, list) or not inner:
             raise CommandError(
                 f"a version {BATCH_VERSION} command must be a non-empty batch of commands"
             )
-        return Batch(tuple(_decode_inner(item) for item in inner))
-    return _decode_body(body)
+        return Batch(tuple(_decode_inner(item, exact) for item in inner))
+    return _decode_body(body, exact)
 
 
-def _decode_inner(body: object) -> Txn | Rejected:
+def _decode_inner(body: object, exact: bool) -> Txn | Rejected:
     try:
-        command = _decode_body(body)
+        command = _decode_body(body, exact)
     except CommandError as exc:
         return Rejected(str(exc))
     if not isinstance(command, Txn):
@@ -253,10 +290,12 @@ def _decode_inner(body: object) -> Txn | Rejected:
     return command
 
 
-def _decode_body(body: object) -> Command:
+def _decode_body(body: object, exact: bool) -> Command:
     if not isinstance(body, dict):
         raise CommandError("command must be an object")
     version = body.get("v")
+    if type(version) is float and not exact:
+        raise _Inexact
     if version != COMMAND_VERSION:
         raise CommandError(f"unsupported command version {version!r}")
     command_id = _str(body.get("id"), "id")
@@ -267,7 +306,7 @@ def _decode_body(body: object) -> Command:
         ops = body["ops"]
         if not isinstance(ops, list):
             raise CommandError("ops must be a list")
-        return Txn(command_id, tuple(_decode_op(op) for op in ops))
+        return Txn(command_id, tuple(_decode_op(op, exact) for op in ops))
     if kinds[0] == "restore":
         items = body["restore"]
         if not isinstance(items, list) or not all(
@@ -284,6 +323,67 @@ def _decode_body(body: object) -> Command:
         _str(member.get("node_id"), "node_id"),
         None if address is None else _str(address, "address"),
     )
+
+
+def _canonical_expect(value: object, *, required: bool) -> bool:
+    if value is None:
+        return not required
+    return type(value) is int and value >= 0
+
+
+def _canonical_op(op: object) -> bool:
+    kind = type(op)
+    if kind is Put:
+        assert isinstance(op, Put)
+        return (
+            type(op.key) is str
+            and type(op.value) is bytes
+            and _canonical_expect(op.expect, required=False)
+        )
+    if kind is Delete:
+        assert isinstance(op, Delete)
+        return type(op.key) is str and _canonical_expect(op.expect, required=False)
+    if kind is Check:
+        assert isinstance(op, Check)
+        return type(op.key) is str and _canonical_expect(op.expect, required=True)
+    return False
+
+
+def is_canonical(command: object) -> bool:
+    """Whether ``decode_command(encode_command(command))`` gives ``command`` back
+    exactly (same values *and* types): then a node may apply its own command
+    from the object instead of decoding the entry, and behave as every other
+    replica does. Anything else (a ``bytearray`` value, a ``bool`` or negative
+    ``expect``, a list of ops) is decoded from the log like any entry."""
+    kind = type(command)
+    if kind is Txn:
+        assert isinstance(command, Txn)
+        return (
+            type(command.id) is str
+            and type(command.ops) is tuple
+            and all(_canonical_op(op) for op in command.ops)
+        )
+    if kind is Restore:
+        assert isinstance(command, Restore)
+        return (
+            type(command.id) is str
+            and type(command.items) is tuple
+            and all(
+                type(item) is tuple
+                and len(item) == 2
+                and type(item[0]) is str
+                and type(item[1]) is bytes
+                for item in command.items
+            )
+        )
+    if kind is MemberChange:
+        assert isinstance(command, MemberChange)
+        return (
+            type(command.id) is str
+            and type(command.node_id) is str
+            and (command.address is None or type(command.address) is str)
+        )
+    return False
 
 
 def result_to_obj(result: Result) -> dict[str, Any]:

@@ -106,8 +106,9 @@ class RaftConfig:
     clock_drift_margin: float = 0.1
     #: Keep-alive traffic between all peers; 0 disables (only for measuring its effect).
     ping_interval: float = 0.25
-    #: Per attempt, for every write: a silent callback never hangs a caller.
-    #: Earlier attempts stay awaited, so a slow commit is not a lost one.
+    #: Per attempt, for every write: a silent callback never hangs a caller. A
+    #: slow commit is not a lost one: the retry carries the same command id, so
+    #: it is answered with the first attempt's result if that one committed.
     request_timeout: float = 2.0
     #: With the backoff (25 ms doubling to 400 ms) 8 attempts span a failover.
     request_attempts: int = 8
@@ -119,7 +120,8 @@ class RaftConfig:
     compaction_min_entries: int = 5000
     compaction_min_time: float = 300.0
     snapshot_chunk_bytes: int = 1024 * 1024
-    #: Mutual TLS between peers (consensus.pki); None: Fernet only, as before.
+    #: Mutual TLS between peers (consensus.pki), which then replaces Fernet;
+    #: None: Fernet under the password derived from ``cluster_secret`` only.
     tls: RaftTLS | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -199,12 +201,17 @@ def to_syncobj_conf(
     """The engine settings for ``config``; ``journal`` and ``snapshot_store`` are ours."""
     host, port = parse_address(config.cluster_addr, "cluster_addr")
     conf = SyncObjConf(
-        password=derive_transport_password(config.cluster_secret),
+        # With mutual TLS the link is already encrypted and authenticated (in C,
+        # with per-connection keys, so nothing replays across connections): no
+        # Fernet per message on top. Without TLS the password's Fernet is all there is.
+        password=None if tls_contexts else derive_transport_password(config.cluster_secret),
         # Without this the library binds 0.0.0.0 whatever the self address says.
         bindAddress=f"{host}:{port}",
         autoTick=False,  # consensus.node runs the tick loop (sync points, clean stop)
         appendEntriesUseBatch=False,  # replicate at once instead of on the next 100 ms tick
         appendEntriesPeriod=config.heartbeat_interval,
+        # The commit index rides on the next append; alone only after this long.
+        commitPropagationDelay=config.heartbeat_interval / 10,
         # Entries per AppendEntries; a bigger one travels alone (consensus.wire caps frames).
         appendEntriesBatchSizeBytes=APPEND_BATCH_BYTES,
         raftMinTimeout=config.election_timeout_min,

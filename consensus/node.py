@@ -18,9 +18,10 @@ Cost, measured with ``tests/cluster/bench_raft.py`` (3 processes, loopback,
 (0.30-0.63) to a new leader and the first new write. Concurrent writes share
 entries (:mod:`consensus.batching`). On a shared VM, measured back to back,
 32 writers went from 1.4k to 3.8k writes/s and from 1270 to 380 µs of CPU per
-write (all three processes). One writer stays at about 4.4 ms of CPU per write:
-one entry each, spent in the engine's per-message work (encoding, Fernet, ticks)
-on all three nodes. Details in ``consensus/DESIGN.md``.
+write (all three processes). One writer stayed at about 4.4 ms of CPU per write
+(one entry each, spent in the engine's per-message work: encoding, Fernet, ticks
+on all three nodes), ~1.75 ms after issue 16 (``python -m bench.raft_cpu
+--raft-only``). Details in ``consensus/DESIGN.md``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from consensus._vendor.pysyncobj.poller import POLL_EVENT_TYPE
+from consensus.commands import Batch, Command
 from consensus.config import Durability, RaftConfig, to_syncobj_conf
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
@@ -292,8 +294,13 @@ class RaftNode:
     def add_listener(self, listener: Listener) -> None:
         self._obj.add_listener(listener)
 
-    def submit(self, blob: bytes, callback: Callable[[Any, int], None]) -> None:
-        self._obj.submit(blob, callback)
+    def submit(
+        self,
+        blob: bytes,
+        callback: Callable[[Any, int], None],
+        decoded: Command | Batch | None = None,
+    ) -> None:
+        self._obj.submit(blob, callback, decoded)
 
     def add_node(self, address: str, callback: Callable[[Any, int], None]) -> None:
         self._obj.addNodeToCluster(address, callback=callback)

@@ -3,7 +3,8 @@
 Every Raft connection is TLS 1.3 with a certificate on both sides, and each
 side requires the other's to chain to the cluster CA (``RaftTLS.ca_pem``),
 so a peer without a certificate from this cluster cannot connect, whatever
-else it knows (the Fernet password included; it stays inside TLS for now).
+else it knows. With TLS the engine runs without the Fernet password: TLS
+already encrypts and authenticates every message (consensus/config.py).
 Peers are addressed by IP and port, so the identity checked is "issued by
 this cluster's CA", not a host name.
 

@@ -18,6 +18,7 @@ touches an event loop.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -26,9 +27,9 @@ from consensus.commands import (
     Batch,
     Command,
     CommandError,
+    EntryResult,
     Rejected,
     decode_command,
-    encode_result,
 )
 from consensus.state import ChangeSet, KVState
 
@@ -37,6 +38,12 @@ __all__ = ["Listener", "ReplicatedStore"]
 log = logging.getLogger(__name__)
 
 Listener = Callable[[ChangeSet], None]
+
+#: Own commands kept for :meth:`ReplicatedStore.apply` (entries in flight on this
+#: node; one that never commits is dropped when this many newer ones came).
+_PROPOSED_MAX = 16
+#: Bigger entries (restores) are decoded again rather than held.
+_PROPOSED_MAX_BYTES = 1024 * 1024
 
 
 class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
@@ -50,6 +57,8 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     ) -> None:
         self._kv = state
         self._listeners: list[Listener] = []
+        self._proposed: dict[bytes, Command | Batch] = {}
+        self._proposed_lock = threading.Lock()
         super().__init__(self_address, peer_addresses, conf, transportClass=transport_class)
 
     @property
@@ -67,21 +76,44 @@ class ReplicatedStore(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
             except Exception:
                 log.exception("a change listener failed")
 
-    def submit(self, blob: bytes, callback: Callable[[Any, int], None]) -> None:
-        """Replicate ``blob`` as one log entry; ``callback(result, FAIL_REASON)``."""
+    def submit(
+        self,
+        blob: bytes,
+        callback: Callable[[Any, int], None],
+        decoded: Command | Batch | None = None,
+    ) -> None:
+        """Replicate ``blob`` as one log entry; ``callback(result, FAIL_REASON)``.
+
+        ``decoded`` is what ``decode_command(blob)`` gives (the caller built
+        ``blob`` from it, :func:`consensus.commands.is_canonical`): when the
+        entry is applied here it is used instead of decoding the bytes again.
+        Any entry with the same bytes decodes to the same command, so which
+        submission the entry came from does not matter.
+        """
+        if decoded is not None and len(blob) <= _PROPOSED_MAX_BYTES:
+            with self._proposed_lock:
+                self._proposed[blob] = decoded
+                while len(self._proposed) > _PROPOSED_MAX:
+                    del self._proposed[next(iter(self._proposed))]
         self.submitCommand(blob, callback)
 
-    def applyCommandPayload(self, payload: bytes) -> bytes:
+    def applyCommandPayload(self, payload: bytes) -> EntryResult:
         return self.apply(payload)
 
-    def apply(self, blob: bytes) -> bytes:
+    def apply(self, blob: bytes) -> EntryResult:
         index = self.raftLastApplied + 1
-        command: Command | Batch | Rejected
-        try:
-            command = decode_command(blob)
-        except (CommandError, TypeError) as exc:
-            command = Rejected(str(exc))
+        command: Command | Batch | Rejected | None = None
+        if self._proposed:
+            with self._proposed_lock:
+                command = self._proposed.pop(blob, None)
+        if command is None:
+            try:
+                command = decode_command(blob)
+            except (CommandError, TypeError) as exc:
+                command = Rejected(str(exc))
         result, changes = self._kv.apply(index, command)
         if changes is not None:
             self.notify(changes)
-        return encode_result(result)
+        # Handed to this node's own callback only (a follower's forwarded command
+        # is answered by its own replica's apply), so never encoded.
+        return result

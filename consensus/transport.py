@@ -23,6 +23,13 @@
   address (``identity_of``), so a certificate issued to one node cannot take
   another member's place.
 
+* **No read-only peers inside TLS.** pysyncobj lets a connection that names
+  itself ``readonly`` follow the whole log. Without TLS only a holder of the
+  transport password gets that far; with TLS (and so without Fernet) a
+  certificate from the cluster CA would suffice, e.g. a removed member's,
+  which stays valid until it expires. Coffer never runs read-only members,
+  so such a connection is closed.
+
 The syncobj_admin utility protocol is refused: membership goes through
 ``RaftBackend`` so node ids are replicated with addresses.
 """
@@ -153,6 +160,14 @@ class CofferTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyp
             super()._onMessageReceived(node, result.message)
         finally:
             self._reply_fix = None
+
+    def _onIncomingMessageReceived(self, conn: Any, message: Any) -> None:
+        if message == "readonly" and self._syncObj.encryptor is None:
+            log.warning("refused a read-only raft peer (none are used inside TLS)")
+            self._unknownConnections.discard(conn)
+            conn.disconnect()
+            return
+        super()._onIncomingMessageReceived(conn, message)
 
     def _onUtilityMessage(self, conn: Any, message: Any) -> bool:
         log.warning("refused a syncobj_admin command on the raft port")

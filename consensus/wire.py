@@ -270,25 +270,43 @@ _APPEND_FORMS: Final = (
 )
 
 
+def _spec(kind: str) -> tuple[frozenset[str], frozenset[str], dict[str, Kind], dict[str, Any]]:
+    required, optional = SCHEMAS[kind]
+    kinds = {**required, **optional}
+    encoders = {name: _TO_JSON[check] for name, check in kinds.items() if check in _TO_JSON}
+    return (
+        frozenset(required) | {"type"},
+        frozenset(kinds) | {"type"},
+        kinds,
+        encoders,
+    )
+
+
+#: type -> (required keys, allowed keys, field kinds, fields that need converting
+#: to JSON), "type" included in both key sets: built once, not per message.
+_SPECS: Final = {kind: _spec(kind) for kind in SCHEMAS}
+
+
 def _check_typed(message: Mapping[str, Any], decode: bool) -> dict[str, Any]:
     kind = message.get("type")
-    schema = SCHEMAS.get(kind) if type(kind) is str else None
-    if schema is None:
+    spec = _SPECS.get(kind) if type(kind) is str else None
+    if spec is None:
         raise WireError(f"unknown message type {kind!r}"[:80])
-    required, optional = schema
-    keys = set(message) - {"type"}
-    if not keys >= set(required) or not keys <= set(required) | set(optional):
+    required, allowed, kinds, encoders = spec
+    keys = message.keys()
+    if not (required <= keys and keys <= allowed):
         raise WireError(f"wrong fields for {kind}")
-    if kind == "append_entries" and frozenset(message) - {"lease"} not in _APPEND_FORMS:
+    if kind == "append_entries" and frozenset(keys) - {"lease"} not in _APPEND_FORMS:
         raise WireError("append_entries is neither entries nor a snapshot chunk")
-    out: dict[str, Any] = {"type": kind}
-    for name in keys:
-        check = required.get(name) or optional[name]
-        value = message[name]
-        if decode:
-            out[name] = check(value)
-        else:
-            out[name] = _TO_JSON.get(check, lambda v: v)(value)
+    out: dict[str, Any] = dict(message)
+    if decode:
+        for name, value in message.items():
+            if name != "type":
+                out[name] = kinds[name](value)
+    else:
+        for name, encode in encoders.items():
+            if name in out:
+                out[name] = encode(out[name])
     return out
 
 
@@ -317,15 +335,34 @@ def _to_json(message: Any) -> Any:
     raise WireError(f"cannot encode a {type(message).__name__} on the raft wire")
 
 
+#: The last typed message encoded without a key, and its bytes: the leader sends
+#: the same AppendEntries to every follower that is caught up, and an encoding
+#: depends on the message's value alone, so it is made once (any thread, any
+#: node: equal messages have equal bytes).
+_last_encoded: tuple[Any, bytes] = ({}, b"")
+
+
 def encode_message(message: Any, key: bytes | None = None) -> bytes:
     """Encode one message (with the receiver's connection ``key``, if set)."""
+    global _last_encoded
+    last = _last_encoded
+    if key is None and type(message) is dict and message == last[0]:
+        return last[1]
     body = _to_json(message)
     if key is not None:
         body = {"k": _b64(key), "m": body}
     try:
-        return orjson.dumps(body)
+        data = orjson.dumps(body)
     except TypeError as exc:  # a value of a type no schema allows
         raise WireError(str(exc)) from exc
+    if key is None and type(message) is dict:
+        # A copy (lists too: entries are immutable tuples), so a later change to
+        # the caller's message cannot make a different message look equal.
+        _last_encoded = (
+            {name: list(v) if type(v) is list else v for name, v in message.items()},
+            data,
+        )
+    return data
 
 
 def _from_json(obj: Any) -> Any:

@@ -80,9 +80,9 @@ def lose_first_callback(backend: RaftBackend, *, forget_outcomes: bool = True) -
     submitted: list[bytes] = []
     real_submit = backend._node.submit
 
-    def submit(blob: bytes, callback: Any) -> None:
+    def submit(blob: bytes, callback: Any, decoded: Any = None) -> None:
         submitted.append(blob)
-        real_submit(blob, callback if len(submitted) > 1 else lambda *_: None)
+        real_submit(blob, callback if len(submitted) > 1 else lambda *_: None, decoded)
 
     backend._node.submit = submit  # type: ignore[method-assign]
     if forget_outcomes:

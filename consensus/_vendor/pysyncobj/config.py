@@ -166,6 +166,11 @@ class SyncObjConf(object):
         #: coffer: PreVote (Raft thesis 9.6): ask before raising the term.
         self.preVote = kwargs.get('preVote', True)
 
+        #: coffer: with appendEntriesUseBatch off, how long after entries commit
+        #: the leader may wait before it sends the new commit index on its own
+        #: (the next append, which carries it, usually leaves sooner). 0: at once.
+        self.commitPropagationDelay = kwargs.get('commitPropagationDelay', 0.0)
+
         #: coffer: an object with the Serializer's six methods used instead of
         #: the library's Serializer (consensus.dumps.SnapshotStore).
         self.snapshotStore = kwargs.get('snapshotStore', None)

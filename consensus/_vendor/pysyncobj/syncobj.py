@@ -717,6 +717,10 @@ class SyncObj(object):
             for callback in self.__onTickCallbacks:
                 callback()
 
+        if self.__raftState == _RAFT_STATE.LEADER:
+            # coffer: wake up for the next append when it is due (a delayed commit
+            # index, or a heartbeat), not only at the next event or timeToWait.
+            timeToWait = max(0.0, min(timeToWait, self.__newAppendEntriesTime - monotonicTime()))
         self._poller.poll(timeToWait)
 
     def __startPreVote(self):
@@ -821,7 +825,16 @@ class SyncObj(object):
                     break
 
             if not self.__conf.appendEntriesUseBatch:
-                needSendAppendEntries = True
+                # coffer: followers learn the commit index from the next append;
+                # one that carries nothing else is sent only if none leaves within
+                # commitPropagationDelay (at c=1 the client's next write does): an
+                # AppendEntries and its acknowledgement less per entry and follower.
+                delay = self.__conf.commitPropagationDelay
+                if delay > 0:
+                    self.__newAppendEntriesTime = min(
+                        self.__newAppendEntriesTime, monotonicTime() + delay)
+                else:
+                    needSendAppendEntries = True
 
         return needSendAppendEntries
 

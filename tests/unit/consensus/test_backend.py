@@ -299,6 +299,41 @@ async def test_a_resubmitted_command_is_applied_once(tmp_path: Path) -> None:
         await backend.close()
 
 
+async def test_an_attempt_on_a_leader_that_lost_its_lease_ends_before_its_timeout(
+    tmp_path: Path,
+) -> None:
+    backend = await open_single_node(tmp_path / "raft", request_timeout=30, request_attempts=1)
+    lose_first_callback(backend)  # the attempt would wait for its 30 s expiry
+    await backend.wait_for_leader(10)
+    backend._node.has_lease = lambda: False  # type: ignore[method-assign]
+    try:
+        with pytest.raises(StorageError, match="last: leader lease lost"):
+            await backend.put("k", b"v")
+    finally:
+        await backend.close()
+
+
+async def test_an_attempt_whose_callback_never_comes_expires(tmp_path: Path) -> None:
+    backend = await open_single_node(tmp_path / "raft", request_timeout=0.2, request_attempts=1)
+    lose_first_callback(backend)
+    backend._node.is_leader = lambda: False  # type: ignore[method-assign]  # no lease watch
+    try:
+        with pytest.raises(StorageError, match="last: timeout"):
+            await backend.put("k", b"v")
+    finally:
+        await backend.close()
+
+
+async def test_own_entries_are_applied_from_the_submitted_commands(
+    backend: RaftBackend,
+) -> None:
+    revisions = await asyncio.gather(*(backend.put(f"own{n}", b"v%d" % n) for n in range(20)))
+
+    assert not backend._node._obj._proposed, "every own entry was taken, none decoded"
+    for n, revision in enumerate(revisions):
+        assert await backend.get(f"own{n}") == Entry(f"own{n}", b"v%d" % n, revision)
+
+
 async def test_the_same_command_id_twice_applies_once(backend: RaftBackend) -> None:
     command = Txn(new_command_id(), (Put("k", b"v"),))
 

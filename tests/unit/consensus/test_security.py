@@ -1,8 +1,8 @@
 """Transport and at-rest hygiene of the Raft backend.
 
-pysyncobj.md section 5: the wire format is pickle, so the transport must
-always be encrypted and authenticated (the password), bound to one
-interface, and the files on disk must be private and free of our pickles.
+pysyncobj.md section 5: the transport must always be encrypted and
+authenticated (mutual TLS, or without it Fernet under the password), bound
+to one interface, and the files on disk must be private and free of pickles.
 """
 
 from __future__ import annotations
@@ -67,7 +67,9 @@ def test_refuses_to_start_without_key_material(tmp_path: Path, secret: object) -
         make_config(tmp_path, cluster_secret=secret)
 
 
-def test_the_library_always_gets_a_password_derived_from_the_secret(tmp_path: Path) -> None:
+def test_without_tls_the_library_gets_a_password_derived_from_the_secret(
+    tmp_path: Path,
+) -> None:
     config = make_config(tmp_path)
 
     conf = to_syncobj_conf(config, journal=None, dump_file=tmp_path / "dump", snapshot_store=None)

@@ -22,7 +22,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
 from consensus import RaftBackend, RaftConfig
-from consensus.pki import node_tls
+from consensus._vendor.pysyncobj import SyncObjConf
+from consensus._vendor.pysyncobj.transport import TCPTransport
+from consensus.dumps import SnapshotStore
+from consensus.journal import DurableJournal
+from consensus.pki import node_tls, tls_contexts
+from consensus.state import KVState
+from consensus.state_machine import ReplicatedStore
 from harness.ports import free_port
 from sdk.certs import ClusterCA, RaftTLS, create_cluster_ca, derive_cluster_ca
 
@@ -69,6 +75,8 @@ async def test_nodes_with_certificates_from_the_cluster_ca_replicate(tmp_path: P
         for node in nodes:
             await node.wait_for_index(revision, 10)
             assert await node.get("over-tls") is not None
+            # TLS alone guards the link: no Fernet per message inside it.
+            assert node._node._obj.encryptor is None
 
 
 async def test_a_peer_with_a_foreign_certificate_cannot_connect_even_with_the_password(
@@ -253,3 +261,42 @@ async def test_a_certificate_for_another_node_cannot_take_a_members_place(
         nodes[2] = await RaftBackend.open(own_config)
         await nodes[2].wait_for_index(revision, 20)
         assert await nodes[2].get("while-n2-is-away") is not None
+
+
+def read_only_observer(tmp_path: Path, tls: RaftTLS, address: str) -> ReplicatedStore:
+    """pysyncobj's read-only member (no address of its own) presenting ``tls``."""
+    server, client = tls_contexts(tls, tmp_path / "observer-tls")
+    data_dir = tmp_path / "observer"
+    data_dir.mkdir()
+    state, journal = KVState(), DurableJournal(data_dir / "journal")
+    conf = SyncObjConf(
+        connectionRetryTime=0.1,
+        journalFile=journal,
+        snapshotStore=SnapshotStore(data_dir / "dump", state, journal, 1 << 20),
+        sslServerContext=server,
+        sslClientContext=client,
+    )
+    return ReplicatedStore(None, [address], conf, state, TCPTransport)
+
+
+async def test_a_read_only_peer_with_a_cluster_certificate_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Inside TLS there is no transport password, so a certificate from the
+    cluster CA (a removed member's, still valid) must not be enough to follow
+    the log as pysyncobj's read-only member."""
+    ca = create_cluster_ca()
+    async with tls_cluster(tmp_path, os.urandom(32), ca) as nodes:
+        await nodes[0].put("secret/app", b"ciphertext")
+        leader = next(node for node in nodes if node.is_leader())
+        address = leader.status()["address"]  # the one that would send it the log
+        with caplog.at_level(logging.WARNING, logger="consensus.transport"):
+            observer = await asyncio.to_thread(
+                read_only_observer, tmp_path, material(ca, "n-removed"), address
+            )
+            try:
+                await asyncio.sleep(1.5)
+                assert observer.kv.list("") == []
+            finally:
+                await asyncio.to_thread(observer.destroy_synchronous)
+        assert any("refused a read-only raft peer" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,90 @@
+"""What one replicated write costs in messages (issue 16): counted, not timed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from consensus import RaftBackend, RaftConfig
+from consensus.pki import node_tls
+from harness.ports import free_port
+
+#: Heartbeats every 200 ms, so the delayed commit index waits 20 ms for the next
+#: write's append: far longer than one write takes in process, even on a busy host.
+SLOW_HEARTBEATS = {
+    "heartbeat_interval": 0.2,
+    "election_timeout_min": 1.0,
+    "election_timeout_max": 2.0,
+    "connection_timeout": 4.0,
+    "leader_step_down_timeout": 2.0,
+    "ping_interval": 0.0,
+}
+
+
+@contextlib.asynccontextmanager
+async def three_nodes(tmp_path: Path) -> AsyncIterator[list[RaftBackend]]:
+    secret = os.urandom(32)
+    addresses = {f"n{i}": f"127.0.0.1:{free_port()}" for i in range(3)}
+    nodes: list[RaftBackend] = []
+    try:
+        for node_id, address in addresses.items():
+            peers = {k: v for k, v in addresses.items() if k != node_id}
+            config = RaftConfig(
+                node_id, address, tmp_path / node_id, secret, peers=peers,
+                tls=node_tls(secret, node_id, "127.0.0.1"), **SLOW_HEARTBEATS,
+            )  # fmt: skip
+            nodes.append(await RaftBackend.open(config))
+        for node in nodes:
+            await node.wait_for_leader(20)
+        yield nodes
+    finally:
+        for node in nodes:
+            await node.close()
+
+
+def count_sends(backend: RaftBackend) -> Counter[str]:
+    """Messages the node's transport sends, by type (our own transport instance)."""
+    sent: Counter[str] = Counter()
+    transport = backend._node._transport
+    real_send = transport.send
+
+    def send(node: Any, message: Any) -> bool:
+        if isinstance(message, dict):
+            sent[message.get("type", "?")] += 1
+        return bool(real_send(node, message))
+
+    transport.send = send  # type: ignore[method-assign]
+    return sent
+
+
+async def test_one_append_per_follower_and_write_carries_the_commit_index_along(
+    tmp_path: Path,
+) -> None:
+    async with three_nodes(tmp_path) as nodes:
+        leader = next(node for node in nodes if node.is_leader())
+        await leader.put("warm", b"up")
+        sent = count_sends(leader)
+        writes = 60
+
+        for n in range(writes):
+            revision = await leader.put(f"k{n}", b"v")
+
+        # Upstream sent every entry twice per follower: with the entry, then
+        # again with the new commit index alone (4 appends per write here).
+        assert sent["append_entries"] <= 1.5 * 2 * writes, sent
+        for node in nodes:  # the last commit index still reaches the followers
+            await node.wait_for_index(revision, 10)
+            assert await node.get(f"k{writes - 1}") is not None
+
+
+async def test_tls_peers_send_no_fernet_tokens(tmp_path: Path) -> None:
+    async with three_nodes(tmp_path) as nodes:
+        await nodes[0].put("k", b"v")
+        for node in nodes:
+            assert node._node._obj.encryptor is None
+        await asyncio.sleep(0)
