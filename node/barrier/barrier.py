@@ -178,10 +178,13 @@ class Barrier:
         """``wrap``: which of the keys are wrapped by the HSM too (when there is one)."""
         encrypted: list[TxnOp] = []
         check_writes(ops)
+        # Asked per key only when there is an HSM to wrap with (most writes: none).
+        wraps = wrap if self.wrapper is not None else None
         for op in ops:
             if isinstance(op, Put):
                 frame = self._encrypt(op.key, op.value)
-                frame = await self._wrap(op.key, frame, wrap is not None and wrap(op.key))
+                if wraps is not None and wraps(op.key):
+                    frame = await self._wrap(op.key, frame, True)
                 encrypted.append(Put(op.key, frame, op.expect))
             else:
                 self._keys()
