@@ -1,8 +1,9 @@
 """Request bodies as JSON, with nesting bounded while parsing (issue 14, item 5).
 
 A depth walk over the parsed value cost seconds on a few megabytes, on the event
-loop, before the token was checked. Here orjson parses the body inside enough
-arrays that its own nesting limit falls at :data:`MAX_JSON_DEPTH`; input orjson
+loop, before the token was checked. Here a body that opens no more brackets
+than :data:`MAX_JSON_DEPTH` (most of them) is parsed as it is, and any other
+inside enough arrays that orjson's own nesting limit falls there; input orjson
 does not read as the standard library does gets its depth checked the same way
 on a transcoded copy before the standard library reads it.
 """
