@@ -45,11 +45,15 @@ INDEX_WAIT = 2.0
 FORWARD_WAIT = 0.5
 
 
+_INDEX_HEADERS = (*_STATE_HEADERS, INDEX_HEADER)
+
+
 def _required(request: web.Request, cluster: Cluster) -> int | None:
     headers = request.headers
-    values = [v for name in (*_STATE_HEADERS, INDEX_HEADER) for v in headers.getall(name, ())]
-    if not values:
-        return None
+    present = [name for name in _INDEX_HEADERS if name in headers]
+    if not present:
+        return None  # most requests: three lookups, no value lists
+    values = [v for name in present for v in headers.getall(name)]
     return required_index(values, cluster.index_key, cluster.core.cluster_id)
 
 

@@ -127,6 +127,8 @@ class CofferRequestHandler(web.RequestHandler):
         self._gate = gate
         self._limits = limits
         self._head_timer: asyncio.TimerHandle | None = None
+        #: When the header section being read must be complete (None: not reading one).
+        self._head_deadline: float | None = None
         self._in_request = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -139,10 +141,13 @@ class CofferRequestHandler(web.RequestHandler):
     def connection_lost(self, exc: BaseException | None) -> None:
         self._gate.release(self)
         self._cancel_head_timer()
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if not self._in_request and self._head_timer is None:
+        if not self._in_request and self._head_deadline is None:
             self._arm_head_timer()  # the first byte of a kept-alive connection's next request
         super().data_received(data)
 
@@ -172,22 +177,34 @@ class CofferRequestHandler(web.RequestHandler):
 
     # Internals --------------------------------------------------------------------
 
+    # The deadline moves with every request; the timer does not. Arming sets the
+    # deadline and starts a timer only if none is pending; a timer that fires early
+    # (its request was served, another began) waits again for the deadline now in
+    # force. A timer per request (created, then cancelled) was ~1 % of a KV write.
+
     def _arm_head_timer(self) -> None:
         timeout = self._limits.read_header_timeout
-        if timeout > 0:
-            self._head_timer = asyncio.get_running_loop().call_later(timeout, self._head_late)
+        if timeout <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        self._head_deadline = deadline = loop.time() + timeout
+        if self._head_timer is None:
+            self._head_timer = loop.call_at(deadline, self._head_late)
 
     def _cancel_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._head_deadline = None
 
     def _head_late(self) -> None:
         self._head_timer = None
-        if not self._in_request:
-            self._close_with(
-                _raw_error(408, "Request Timeout", "timed out reading the request header")
-            )
+        deadline = self._head_deadline
+        if deadline is None or self._in_request:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() < deadline:
+            self._head_timer = loop.call_at(deadline, self._head_late)
+            return
+        self._head_deadline = None
+        self._close_with(_raw_error(408, "Request Timeout", "timed out reading the request header"))
 
     def _close_with(self, answer: bytes) -> None:
         transport = self.transport

@@ -108,12 +108,23 @@ async def _read_raw(request: web.Request) -> bytes:
     length = request.content_length
     if length is not None and length > limit:
         raise _BodyTooLarge()
+    content = request.content
+    if content.is_eof():
+        # Already whole in the buffer (a small body arrives with its header): no
+        # deadline to keep and nothing to wait for.
+        try:
+            body = content.read_nowait()
+        except RequestPayloadError as exc:
+            raise _payload_error(exc) from exc
+        if len(body) > limit:
+            raise _BodyTooLarge()
+        return body
     timeout = request.app[LIMITS].read_timeout or None
     chunks: list[bytes] = []
     size = 0
     try:
         async with asyncio.timeout(timeout):
-            async for chunk in request.content.iter_any():
+            async for chunk in content.iter_any():
                 size += len(chunk)
                 if size > limit:
                     raise _BodyTooLarge()
@@ -121,10 +132,14 @@ async def _read_raw(request: web.Request) -> bytes:
     except TimeoutError:
         raise _BodyTimeout() from None
     except RequestPayloadError as exc:
-        # e.g. a body that does not decode under its Content-Encoding, or bad chunking
-        detail = getattr(exc.__cause__, "message", "") or "malformed body"
-        raise InvalidRequestError(f"failed to read the request body: {detail}") from exc
+        raise _payload_error(exc) from exc
     return b"".join(chunks)
+
+
+def _payload_error(exc: RequestPayloadError) -> InvalidRequestError:
+    # e.g. a body that does not decode under its Content-Encoding, or bad chunking
+    detail = getattr(exc.__cause__, "message", "") or "malformed body"
+    return InvalidRequestError(f"failed to read the request body: {detail}")
 
 
 async def read_raw_body(request: web.Request) -> bytes:

@@ -98,7 +98,7 @@ def validate_key(key: str) -> None:
     """
     if not key or key.startswith("/") or key.endswith("/") or "//" in key:
         raise InvalidRequestError("invalid path: empty segment or leading or trailing '/'")
-    if any(part in (".", "..") for part in key.split("/")):
+    if "." in key and any(part in (".", "..") for part in key.split("/")):
         raise InvalidRequestError("invalid path: '.' or '..' segment")
     if "\x00" in key:
         raise InvalidRequestError("invalid path: contains NUL")

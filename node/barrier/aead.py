@@ -11,6 +11,7 @@ keyring); the barrier's hot path uses ``seal_with``/``open_with`` with the
 from __future__ import annotations
 
 import os
+import struct
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -28,6 +29,9 @@ __all__ = [
 FRAME_VERSION = 1
 _HEADER = 1 + 4
 _NONCE = 12
+#: Version byte and key term (unsigned, big-endian); ``Struct.pack`` refuses a term
+#: that does not fit, as ``int.to_bytes`` did.
+_FRAME_HEADER = struct.Struct(">BI")
 
 
 class DecryptionError(Exception):
@@ -36,8 +40,11 @@ class DecryptionError(Exception):
 
 def seal_with(cipher: AESGCM, term: int, path: str, plaintext: bytes) -> bytes:
     nonce = os.urandom(_NONCE)
-    header = bytes([FRAME_VERSION]) + term.to_bytes(4, "big")
-    return header + nonce + cipher.encrypt(nonce, plaintext, path.encode())
+    return (
+        _FRAME_HEADER.pack(FRAME_VERSION, term)
+        + nonce
+        + cipher.encrypt(nonce, plaintext, path.encode())
+    )
 
 
 def seal_value(key: bytes, term: int, path: str, plaintext: bytes) -> bytes:

@@ -27,7 +27,7 @@ from node.barrier.keyring import Keyring
 from node.barrier.readonly import check_writable, check_writes
 from node.barrier.seal_wrap import MAGIC, SealWrapper
 from sdk.errors import SealedError, StorageError
-from sdk.physical import Check, PhysicalBackend, Put, TxnOp
+from sdk.physical import Check, Delete, PhysicalBackend, Put, TxnOp
 
 log = logging.getLogger("coffer.barrier")
 
@@ -155,14 +155,19 @@ class Barrier:
         """``wrap``: the frame is wrapped by the HSM too (when there is one)."""
         check_writable(key)  # also for writes that bypass the views (see readonly)
         frame = await self._wrap(key, self._encrypt(key, value), wrap)
+        keyring = self._keyring
         try:
-            return await self.physical.put(key, frame)
+            revision = await self.physical.put(key, frame)
         finally:  # also on failure: the write may have landed (an unconfirmed Raft write)
             self.cache.invalidate((key,))
+        if self._keyring is keyring:  # not sealed (or rotated) while it was written
+            self.cache.remember_write(key, frame, value)
+        return revision
 
     async def delete(self, key: str) -> None:
         check_writable(key)
         self._keys()
+        self.cache.forget_write(key)
         try:
             await self.physical.delete(key)
         finally:
@@ -178,18 +183,31 @@ class Barrier:
         """``wrap``: which of the keys are wrapped by the HSM too (when there is one)."""
         encrypted: list[TxnOp] = []
         check_writes(ops)
+        # Asked per key only when there is an HSM to wrap with (most writes: none).
+        wraps = wrap if self.wrapper is not None else None
+        cache = self.cache
+        written: list[tuple[str, bytes, bytes]] = []
         for op in ops:
             if isinstance(op, Put):
                 frame = self._encrypt(op.key, op.value)
-                frame = await self._wrap(op.key, frame, wrap is not None and wrap(op.key))
+                if wraps is not None and wraps(op.key):
+                    frame = await self._wrap(op.key, frame, True)
                 encrypted.append(Put(op.key, frame, op.expect))
+                written.append((op.key, frame, op.value))
             else:
                 self._keys()
+                if isinstance(op, Delete):
+                    cache.forget_write(op.key)
                 encrypted.append(op)
+        keyring = self._keyring
         try:
-            return await self.physical.commit(encrypted)
+            revision = await self.physical.commit(encrypted)
         finally:
-            self.cache.invalidate(op.key for op in ops if not isinstance(op, Check))
+            cache.invalidate(op.key for op in ops if not isinstance(op, Check))
+        if self._keyring is keyring:  # not sealed (or rotated) while it was written
+            for key, frame, value in written:
+                cache.remember_write(key, frame, value)
+        return revision
 
     # -- internals ------------------------------------------------------------
 
@@ -202,8 +220,11 @@ class Barrier:
         entry = await self.physical.get(key)
         if entry is None:
             return None
-        frame = await self._unwrap(key, entry.value)
-        return StoredValue(key, self._decrypt(key, frame), entry.revision)
+        # Still exactly what this node wrote (see ReadCache): its plaintext, no AES-GCM.
+        plaintext = self.cache.written(key, entry.value)
+        if plaintext is None:
+            plaintext = self._decrypt(key, await self._unwrap(key, entry.value))
+        return StoredValue(key, plaintext, entry.revision)
 
     async def _unwrap(self, key: str, frame: bytes) -> bytes:
         if not frame.startswith(MAGIC):

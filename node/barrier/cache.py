@@ -13,6 +13,16 @@ Exactness is the callers' job, and the whole contract is:
 * a read that missed takes :attr:`ReadCache.epoch` *before* reading storage
   and hands it to :meth:`ReadCache.store`, which drops the value if any
   invalidation happened in between: the read may have seen the old value.
+
+Beside it, the plaintext of this node's own recent writes, with the bytes they
+were stored as (:meth:`ReadCache.remember_write`). An invalidation does not
+drop them: on a Raft node every write comes back as an applied entry and
+invalidates its own keys, and the next read of such a key would decrypt what
+this node just encrypted. A read that missed asks :meth:`ReadCache.written`
+with the bytes storage holds *now*; only if they are exactly the stored frame
+(a random nonce each: no other write produces them) is the plaintext reused,
+so a later write by anyone, anywhere, is never hidden. :meth:`ReadCache.clear`
+forgets them with everything else.
 """
 
 from __future__ import annotations
@@ -22,10 +32,13 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Generic, TypeVar
 
-__all__ = ["DEFAULT_CACHE_SIZE", "MISS", "Miss", "ReadCache"]
+__all__ = ["DEFAULT_CACHE_SIZE", "MISS", "WRITTEN_SIZE", "Miss", "ReadCache"]
 
 #: Vault's default ``cache_size`` (entries).
 DEFAULT_CACHE_SIZE = 131072
+#: Most own writes remembered (fewer if ``cache_size`` is smaller): enough for the
+#: writes in flight and just applied, whose keys the next requests read.
+WRITTEN_SIZE = 4096
 
 V = TypeVar("V")
 
@@ -46,6 +59,8 @@ class ReadCache(Generic[V]):
         if size < 1:
             raise ValueError("cache size must be at least 1")
         self._entries: OrderedDict[str, V | None] = OrderedDict()
+        #: key -> (bytes as stored, plaintext) of this node's own recent writes.
+        self._written: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
         self._size = size
         self._enabled = enabled
         #: Bumped by every invalidation; a fill that saw another value is refused.
@@ -99,3 +114,25 @@ class ReadCache(Generic[V]):
     def clear(self) -> None:
         self.epoch += 1
         self._entries.clear()
+        self._written.clear()
+
+    def remember_write(self, key: str, stored: bytes, plaintext: bytes) -> None:
+        """This node wrote ``plaintext`` to ``key`` as ``stored`` (and storage took it)."""
+        if not self._enabled:
+            return
+        written = self._written
+        written[key] = (stored, plaintext)
+        written.move_to_end(key)
+        if len(written) > min(self._size, WRITTEN_SIZE):
+            written.popitem(last=False)
+
+    def forget_write(self, key: str) -> None:
+        self._written.pop(key, None)
+
+    def written(self, key: str, stored: bytes) -> bytes | None:
+        """The plaintext of this node's write of ``key`` if storage holds exactly its
+        bytes (``stored``, read now), else None."""
+        found = self._written.get(key)
+        if found is None or found[0] != stored:
+            return None
+        return found[1]

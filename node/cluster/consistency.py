@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
-import hashlib
 import hmac
 from collections.abc import Iterable
 
@@ -52,7 +51,7 @@ def parse_inconsistent(raw: str) -> Inconsistent:
 
 
 def _mac(key: bytes, state: str) -> str:
-    return hmac.new(key, state.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(key, state.encode(), "sha256").hex()  # one C call, as hmac.new
 
 
 def encode_state(key: bytes, cluster_id: str, index: int) -> str:

@@ -69,7 +69,9 @@ class LocalView(Protocol):
 class Replica(Protocol):
     """A running Raft replica (``consensus.RaftBackend``)."""
 
-    async def get(self, key: str) -> Entry | None: ...
+    async def get(self, key: str) -> Entry | None:
+        """As ``PhysicalBackend.get``: an invalid key is refused (``validate_key``)."""
+        ...
 
     async def list(self, prefix: str) -> list[str]: ...
 

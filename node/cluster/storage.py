@@ -75,9 +75,9 @@ class RaftStorage:
     # -- PhysicalBackend -----------------------------------------------------------
 
     async def get(self, key: str) -> Entry | None:
-        validate_key(key)
         if self.replica is not None:
-            return await self.replica.get(key)
+            return await self.replica.get(key)  # which checks the key itself
+        validate_key(key)
         if self._staging is not None:
             return await self._staging.get(key)
         if key in self._overlay:

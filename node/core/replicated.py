@@ -37,10 +37,14 @@ __all__ = ["AppliedChanges", "ReplicatedWrites"]
 log = logging.getLogger("coffer.core.replicated")
 
 _POLICY = re.compile(r"(?:namespaces/(?P<ns>[^/]+)/)?sys/policy/policy/(?P<name>.+)$")
+#: In every key ``_POLICY`` matches: a substring test spares most keys the regex.
+_POLICY_MARK = "sys/policy/policy/"
 _NAMESPACES = "sys/namespaces/"
 
 #: What a reload does: ("all",), ("namespaces",), ("mounts", ns id), ("keyring",) or ("audit",).
 Job = tuple[str, ...]
+
+_FIXED_JOBS: dict[str, Job] = {KEYRING_PATH: ("keyring",), AUDIT_TABLE_KEY: ("audit",)}
 
 
 class AppliedChanges(Protocol):
@@ -93,33 +97,35 @@ class ReplicatedWrites:
         if self._task is None or self._core.sealed:
             return
         self._seen_index = max(self._seen_index, changes.index)
-        jobs: list[Job] = []
-        if changes.reset:
-            jobs.append(("all",))
+        jobs: dict[Job, None] = {("all",): None} if changes.reset else {}
+        classify = self._classify
         for key in changes.keys:
-            jobs.extend(self._classify(key))
+            if (job := classify(key)) is not None:
+                jobs[job] = None
         if not jobs:
             self._queue.put_nowait((changes.index, ()))
-        for job in dict.fromkeys(jobs):
+        for job in jobs:
             self._queue.put_nowait((changes.index, job))
 
-    def _classify(self, key: str) -> list[Job]:
+    def _classify(self, key: str) -> Job | None:
+        """The reload ``key`` needs, if any; cheap invalidations are done here.
+        Runs for every key of every applied entry (a KV write's own keys too on
+        the active node), so the common case, a key in a mount's storage, is
+        reached by a dict lookup and substring tests, without the regex."""
         core = self._core
-        if key == KEYRING_PATH:
-            return [("keyring",)]
-        if key == AUDIT_TABLE_KEY:
-            return [("audit",)]
+        if (job := _FIXED_JOBS.get(key)) is not None:
+            return job
         if key.startswith(_NAMESPACES):
-            return [("namespaces",)]
+            return ("namespaces",)
         if (namespace_id := core.mounts.table_owner(key)) is not None:
-            return [("mounts", namespace_id)]
-        if match := _POLICY.match(key):
+            return ("mounts", namespace_id)
+        if _POLICY_MARK in key and (match := _POLICY.match(key)):
             store = core.policy_store(match["ns"] or ROOT.id)
             store.invalidate(match["name"])
             core.access.clear()
-            return []
+            return None
         core.mounts.invalidate(key)
-        return []
+        return None
 
     async def settled(self, index: int, timeout: float) -> None:
         """Wait until every change up to ``index`` has been processed."""

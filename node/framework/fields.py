@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -234,6 +235,10 @@ def convert(field: Field, value: Any, name: str) -> Any:
             return value
 
 
+#: Field types whose value is taken as given when it has exactly this Python type.
+_AS_GIVEN: dict[FieldType, type] = {FieldType.STRING: str, FieldType.MAP: dict}
+
+
 class FieldData:
     """Validated request fields, with defaults for those not given."""
 
@@ -241,12 +246,24 @@ class FieldData:
         self._schema = schema
         self.raw = raw
         self._values: dict[str, Any] = {}
+        values = self._values
         for name, field in schema.items():
-            if name in raw and raw[name] is not None:
-                self._values[name] = convert(field, raw[name], name)
+            value = raw.get(name)
+            if value is not None:
+                # The common cases inline: a string or an object where one is expected.
+                inline = _AS_GIVEN.get(field.type)
+                if inline is not None and type(value) is inline:
+                    values[name] = value
+                else:
+                    values[name] = convert(field, value, name)
             elif field.required:
                 raise InvalidRequestError(f"missing required field {name!r}")
-        self.unknown = sorted(k for k in raw if k not in schema)
+
+    @functools.cached_property
+    def unknown(self) -> list[str]:
+        """Given fields the schema does not know (sorted); worked out only if asked:
+        a write builds its fields twice (existence check, handler), warns once."""
+        return sorted(k for k in self.raw if k not in self._schema)
 
     def get(self, name: str) -> Any:
         if name in self._values:

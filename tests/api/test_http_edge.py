@@ -172,6 +172,28 @@ async def test_a_header_section_never_finished_is_cut_off(short: Edge) -> None:
         assert await _closed(reader)
 
 
+async def test_a_kept_alive_connections_next_header_section_is_cut_off(short: Edge) -> None:
+    """The deadline runs from the next request's first byte, whatever timer the
+    connection's first request left pending."""
+    async with connection(short.port) as (reader, writer):
+        await send(writer, request("GET", "/v1/sys/health"))
+        assert (await read_reply(reader)).status == 200
+        await asyncio.sleep(0.2)  # the timer armed at the accept fires mid-header
+        await send(writer, b"GET /v1/sys/health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        reply = await read_reply(reader)
+        assert reply.status == 408
+        assert reply.json["errors"] == ["timed out reading the request header"]
+
+
+async def test_a_body_that_does_not_decode_is_a_json_400(edge: Edge) -> None:
+    raw = request("PUT", "/v1/secret/data/a", edge.token, b"abcde", **{"Content-Encoding": "gzip"})
+    async with connection(edge.port) as (reader, writer):
+        await send(writer, raw)
+        reply = await read_reply(reader)
+    assert reply.status == 400, reply
+    assert reply.json["errors"][0].startswith("failed to read the request body")
+
+
 async def test_a_connection_that_sends_nothing_is_closed(short: Edge) -> None:
     async with connection(short.port) as (reader, _writer):
         assert await _closed(reader)

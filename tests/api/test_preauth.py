@@ -9,9 +9,11 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from api.app import create_app
-from api.json_body import MAX_JSON_DEPTH, decode_bounded
+from api.json_body import MAX_JSON_DEPTH, decode_bounded, decode_json
 from api.listener import ListenerLimits
 from api.translate import UNAUTHENTICATED_BODY_LIMIT
 from node.core.core import Core
@@ -193,3 +195,57 @@ def test_values_read_exactly(raw: bytes, value: object) -> None:
     if value is None:  # as the standard library reads it
         value = json.loads(raw)
     assert decode_bounded(raw) == value
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+@given(_VALUES, st.integers(0, MAX_JSON_DEPTH + 20), st.sampled_from([b"[]", b"{}"]))
+def test_any_value_at_any_depth_reads_as_the_standard_library_or_is_too_deep(
+    value: object, wrap: int, brackets: bytes
+) -> None:
+    """Bodies that open few brackets take the unpadded parse, others the padded one:
+    the same answer either way, and the depth limit falls at the same place."""
+    opener = b'{"k":' if brackets == b"{}" else b"["
+    closer = brackets[1:]
+    raw = opener * wrap + json.dumps(value).encode() + closer * wrap
+    if wrap + _depth(value) > MAX_JSON_DEPTH:
+        with pytest.raises(InvalidRequestError, match="nesting deeper than 500"):
+            decode_bounded(raw)
+    else:
+        assert decode_bounded(raw) == json.loads(raw)
+
+
+@given(st.binary(max_size=64) | _VALUES.map(lambda v: json.dumps(v).encode()), st.data())
+def test_garbage_and_truncated_bodies_read_as_the_codec(raw: bytes, data: st.DataObject) -> None:
+    """Shallow bodies read exactly as the codec without a bound reads them (which
+    refuses what the standard library would read as ``NaN`` or infinity)."""
+    raw = raw[: data.draw(st.integers(0, len(raw)))] + data.draw(st.binary(max_size=4))
+    try:
+        expected = decode_json(raw)
+    except ValueError:
+        with pytest.raises(ValueError):
+            decode_bounded(raw)
+    else:
+        assert decode_bounded(raw) == expected

@@ -257,6 +257,95 @@ async def test_a_read_that_raced_a_local_write_is_not_cached(
     assert await value(barrier, "race") == b"new"
 
 
+# -- this node's own writes, invalidated when Raft applies them ------------------------
+
+
+def _no_decryption(*args: Any) -> bytes:
+    raise AssertionError("decrypted a value this node wrote")
+
+
+async def test_an_own_write_is_read_back_without_decrypting(
+    barrier: Barrier, physical: CountingBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await barrier.commit([Put("mine", b"v1"), Put("also", b"v2")])
+    revision = await barrier.put("single", b"v3")
+    barrier.invalidate(["mine", "also", "single"])  # Raft applied our own entries
+    monkeypatch.setattr("node.barrier.barrier.open_with", _no_decryption)
+    reads = physical.reads
+    assert await value(barrier, "mine") == b"v1"
+    assert await value(barrier, "also") == b"v2"
+    found = await barrier.get("single")
+    assert found is not None and (found.value, found.revision) == (b"v3", revision)
+    assert physical.reads == reads + 3  # storage is still asked what it holds now
+
+
+async def test_a_later_write_elsewhere_is_never_hidden_by_an_own_write(
+    barrier: Barrier, other: Barrier
+) -> None:
+    await barrier.put("k", b"mine")
+    await other.put("k", b"theirs")
+    barrier.invalidate(["k"])
+    assert await value(barrier, "k") == b"theirs"
+    await other.put("k", b"mine")  # the same plaintext, but other bytes in storage
+    barrier.invalidate(["k"])
+    assert await value(barrier, "k") == b"mine"
+    await other.delete("k")
+    barrier.invalidate(["k"])
+    assert await barrier.get("k") is None
+
+
+async def test_own_writes_are_forgotten_on_delete_seal_reset_and_rotation(
+    barrier: Barrier, root_key: bytes
+) -> None:
+    await barrier.put("d", b"v")
+    await barrier.commit([Put("t", b"v"), Delete("d")])
+    assert list(barrier.cache._written) == ["t"]
+    barrier.seal()
+    assert barrier.cache._written == {}
+    await barrier.unseal(root_key)
+    await barrier.put("k", b"v")
+    barrier.invalidate_all()
+    assert barrier.cache._written == {}
+    await barrier.put("k", b"v")
+    await barrier.rotate()
+    assert barrier.cache._written == {}
+
+
+async def test_a_write_in_flight_at_seal_is_not_remembered(root_key: bytes) -> None:
+    class Held(InmemBackend):
+        hold: asyncio.Event | None = None
+        committing = asyncio.Event()
+
+        async def commit(self, ops: Sequence[TxnOp]) -> int:
+            if self.hold is not None:
+                self.committing.set()
+                await self.hold.wait()
+            return await super().commit(ops)
+
+    physical = Held()
+    barrier = Barrier(physical)
+    await barrier.initialize(root_key)
+    physical.hold = asyncio.Event()
+    write = asyncio.create_task(barrier.commit([Put("k", b"plaintext")]))
+    await physical.committing.wait()
+    barrier.seal()
+    await barrier.unseal(root_key)
+    physical.hold.set()
+    await write
+    assert barrier.cache._written == {}
+
+
+async def test_own_writes_are_bounded_and_off_with_the_cache(root_key: bytes) -> None:
+    small = Barrier(InmemBackend(), cache_size=2)
+    off = Barrier(InmemBackend(), disable_cache=True)
+    for barrier in (small, off):
+        await barrier.initialize(root_key)
+        for n in range(5):
+            await barrier.put(f"k{n}", b"v")
+    assert list(small.cache._written) == ["k3", "k4"]
+    assert off.cache._written == {}
+
+
 # -- seal, unseal, keyring -----------------------------------------------------------
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from node.framework.fields import (
     MAX_DURATION_SECONDS,
@@ -301,3 +303,34 @@ def test_the_bounds_themselves_are_accepted() -> None:
     assert convert(Field(FieldType.INT), -(2**63), "n") == -(2**63)
     assert convert(Field(FieldType.DURATION), MAX_DURATION_SECONDS, "n") == MAX_DURATION_SECONDS
     assert parse_duration(f"{MAX_DURATION_SECONDS}s") == MAX_DURATION_SECONDS
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["s", "m", "n", "extra", "zz", "a"]),
+        st.none() | st.text(max_size=4) | st.integers() | st.dictionaries(st.text(), st.text()),
+        max_size=6,
+    )
+)
+def test_fields_are_what_converting_each_given_one_gives(raw: dict[str, Any]) -> None:
+    """The inlined string and object cases agree with ``convert``; unknown names
+    are listed sorted."""
+    schema = {
+        "s": Field(FieldType.STRING),
+        "m": Field(FieldType.MAP),
+        "n": Field(FieldType.INT, default=7),
+    }
+    expected: dict[str, Any] = {}
+    try:
+        for name, field in schema.items():
+            if raw.get(name) is not None:
+                expected[name] = convert(field, raw[name], name)
+    except InvalidRequestError:
+        with pytest.raises(InvalidRequestError):
+            FieldData(schema, raw)
+        return
+    data = FieldData(schema, raw)
+    for name, field in schema.items():
+        assert data.given(name) is (name in expected)
+        assert data.get(name) == expected.get(name, field.default)
+    assert data.unknown == sorted(set(raw) - set(schema))

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
-from node.engines.kv.records import KeyMetadata, MountConfig, VersionInfo
+from node.engines.kv.records import KeyMetadata, MountConfig, VersionInfo, _format, now_rfc3339
 from node.engines.kv.store import Abort, KVStore
 from node.engines.kv.v2 import KVv2Backend
 from node.framework import backend as backend_module
@@ -243,3 +244,15 @@ async def test_remembered_routes_keep_each_path_s_captures(
         assert response.data["data"] == {"v": name}
     assert len(kv._routes) == 2
     assert not await kv.exists(Request(Operation.UPDATE, "nowhere"))
+
+
+def test_now_is_written_as_the_datetime_formatter_writes_it() -> None:
+    """The remembered second plus microseconds: same text and width as formatting
+    the aware datetime, and ordered with it."""
+    for _ in range(2_000):  # crosses at least one remembered second now and then
+        before = _format(datetime.now(UTC))
+        now = now_rfc3339()
+        after = _format(datetime.now(UTC))
+        assert before <= now <= after
+        assert len(now) == len(before)
+        assert _format(datetime.fromisoformat(now)) == now
