@@ -191,6 +191,18 @@ class Barrier:
         finally:
             self.cache.invalidate(op.key for op in ops if not isinstance(op, Check))
 
+    # -- frames for cross-cluster replication -----------------------------------
+
+    def encrypt_entry(self, key: str, value: bytes) -> bytes:
+        """The stored frame of ``value`` at ``key`` without writing it: a replication
+        primary re-encrypts a filtered table, or a secondary's state, for a cluster
+        sharing this keyring (``node.replication``)."""
+        return self._encrypt(key, value)
+
+    def decrypt_entry(self, key: str, frame: bytes) -> bytes:
+        """The plaintext of a stored (not seal-wrapped) frame of ``key``."""
+        return self._decrypt(key, frame)
+
     # -- internals ------------------------------------------------------------
 
     def _keys(self) -> tuple[bytes, Keyring]:

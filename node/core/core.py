@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from node.namespaces.store import NamespaceStore, validate_name
 from node.observability.metrics import Metrics
 from node.outbound import HttpClient
 from node.policy.store import PolicyStore
+from node.replication.manager import Replication
 from node.routing.router import Router
 from node.seal.base import AutoSeal
 from node.seal.factory import migration_source, open_seal
@@ -52,6 +54,16 @@ if TYPE_CHECKING:
 __all__ = ["VERSION", "Core", "CoreSettings", "InitOutput"]
 
 log = logging.getLogger("coffer.core")
+
+#: What a DR secondary serves (besides the sealed-safe routes of ``api/routes_sys.py``).
+DR_SECONDARY_PATHS = re.compile(r"^sys/(replication/.*|decode-token)$")
+
+
+class DRSecondaryError(CofferError):
+    status = 400
+
+    def __init__(self) -> None:
+        super().__init__("path disabled in replication DR secondary mode")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +134,10 @@ class Core:
         self.mounts = MountTable(self)
         #: Where writes applied by replication (Raft today) enter the core.
         self.replicated = ReplicatedWrites(self)
+        #: Cross-cluster replication (``node/replication``); its network is set by ``api``.
+        self.replication = Replication(
+            physical, self.barrier, self.router, self.namespaces, lambda: self.http_client
+        )
         self.audit = AuditTable(BarrierView(self.barrier, ""), self._identity_policies)
         self.metrics = Metrics()
         cache = self.barrier.cache
@@ -214,6 +230,7 @@ class Core:
 
     async def seal(self) -> None:
         self._serving = False
+        await self.replication.stop_active()
         await self.expiration.stop()
         self._policy_stores.clear()
         self.access.clear()
@@ -237,9 +254,13 @@ class Core:
         """The cluster made this node active: it alone revokes expired leases."""
         with contextlib.suppress(CofferError):  # retried on the next activation
             await self.tokens.migrate_accessors()  # plaintext keys of older versions
-        await self.expiration.start()
+        if not self.replication.is_dr_secondary:  # a DR secondary's leases are the primary's
+            await self.expiration.start()
+        replica = self.cluster.replica if self.cluster is not None else None
+        await self.replication.start_active(replica.applied_index() if replica else 0)
 
     async def stop_active_duties(self) -> None:
+        await self.replication.stop_active()
         await self.expiration.stop()
 
     async def _post_unseal(self, serve: bool = True) -> None:
@@ -252,6 +273,8 @@ class Core:
             await BarrierView(self.barrier, "core/").put_json("cluster", cluster)
         self.cluster_name, self.cluster_id = cluster["name"], cluster["id"]
         await self.namespaces.load()
+        with contextlib.suppress(CofferError):
+            await self.replication.load()
         await self.mounts.load()
         await self.audit.reload()
         for namespace in self.namespaces.all():
@@ -307,6 +330,8 @@ class Core:
     # -- requests -----------------------------------------------------------------
 
     async def handle(self, request: Request) -> Response:
+        if self.replication.is_dr_secondary and not DR_SECONDARY_PATHS.match(request.path):
+            raise DRSecondaryError()
         return await self.pipeline.handle(request)
 
     async def _destroy_cubbyhole(self, entry: TokenEntry) -> None:

@@ -1,0 +1,134 @@
+"""Replication end to end: three real single-node clusters on loopback.
+
+A primary with a performance and a DR secondary: writes made on the primary
+reach both, each after the secondary's data was wiped and it took the
+primary's seal; tokens and local mounts stay off the performance secondary
+and reach the DR one; a paths filter takes a mount off the performance
+secondary and removing it brings the mount and its data back; a DR secondary
+refuses client requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.replication.clusters import Site, wait_until
+
+pytestmark = pytest.mark.slow
+
+ADMIN = 'path "*" { capabilities = ["create", "read", "update", "delete", "list", "sudo"] }'
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Site]]:
+    base: Path = tmp_path_factory.mktemp("replication")
+    started: dict[str, Site] = {}
+    try:
+        for name in ("primary", "perf", "dr"):
+            started[name] = Site(base / name).start()
+        primary = started["primary"]
+        primary.ok("POST", "sys/policy/admin", {"policy": ADMIN})
+        primary.ok("POST", "sys/auth/userpass", {"type": "userpass"})
+        primary.ok("POST", "auth/userpass/users/ops", {"password": "pw", "policies": "admin"})
+        primary.ok("POST", "secret/data/before", {"data": {"v": "written before enable"}})
+        primary.ok("POST", "sys/mounts/localkv", {"type": "kv", "local": True})
+        primary.ok("POST", "localkv/app", {"v": "local to the primary"})
+        primary.enable_primary("performance")
+        primary.enable_primary("dr")
+        started["perf"].become_secondary(
+            "performance", primary.secondary_token("performance", "perf1"), primary
+        )
+        started["dr"].become_secondary("dr", primary.secondary_token("dr", "dr1"), primary)
+        yield started
+    finally:
+        for site in started.values():
+            site.close()
+
+
+def _login(site: Site) -> str:
+    reply = site.call("POST", "auth/userpass/login/ops", {"password": "pw"}, token="")
+    assert reply.status == 200, reply.body
+    token: str = reply.json["auth"]["client_token"]
+    return token
+
+
+def _perf(sites: dict[str, Site]) -> Site:
+    perf = sites["perf"]
+    if not perf.token:
+        perf.token = wait_until(lambda: _login(perf), 30, "a login on the perf secondary")
+    return perf
+
+
+def _read(site: Site, path: str) -> dict[str, str] | None:
+    reply = site.call("GET", path)
+    if reply.status != 200:
+        return None
+    data: dict[str, str] = reply.json["data"]["data"]
+    return data
+
+
+def test_writes_before_and_after_enable_reach_the_perf_secondary(sites: dict[str, Site]) -> None:
+    primary, perf = sites["primary"], _perf(sites)
+    assert _read(perf, "secret/data/before") == {"v": "written before enable"}
+    primary.ok("POST", "secret/data/after", {"data": {"v": "streamed"}})
+    wait_until(lambda: _read(perf, "secret/data/after") == {"v": "streamed"}, 30, "the stream")
+    status = perf.status("performance")
+    assert status["mode"] == "secondary"
+    assert status["last_remote_wal"] > 0
+    assert status["known_primary_cluster_addrs"]
+    primary_status = primary.status("performance")
+    assert primary_status["known_secondaries"] == ["perf1"]
+    assert primary_status["secondaries"][0]["connection_status"] == "connected"
+
+
+def test_tokens_and_local_mounts_stay_off_the_perf_secondary(sites: dict[str, Site]) -> None:
+    primary, perf = sites["primary"], _perf(sites)
+    # The primary's root token is not a token there; the secondary's own root token is gone.
+    assert perf.call("GET", "auth/token/lookup-self", token=primary.root_token).status == 403
+    assert perf.call("GET", "auth/token/lookup-self", token=perf.root_token).status == 403
+    mounts = perf.ok("GET", "sys/mounts").json["data"]
+    assert "localkv/" not in mounts
+    assert "secret/" in mounts
+
+
+def test_the_dr_secondary_holds_everything_and_serves_no_clients(sites: dict[str, Site]) -> None:
+    primary, dr = sites["primary"], sites["dr"]
+    primary.ok("POST", "secret/data/for-dr", {"data": {"v": "dr"}})
+
+    def same() -> bool:
+        theirs, mine = primary.status("dr"), dr.status("dr")
+        return bool(mine["merkle_root"]) and mine["merkle_root"] == theirs["merkle_root"]
+
+    wait_until(same, 30, "the DR secondary to hold what the primary holds")
+    # Everything includes tokens: the primary's root token is known there, yet refused.
+    reply = dr.call("GET", "secret/data/for-dr", token=primary.root_token)
+    assert reply.status == 400
+    assert "DR secondary" in reply.errors[0]
+    assert dr.node0.health() == 472
+    health = dr.node0.request("GET", "/v1/sys/health").json
+    assert health["replication_dr_mode"] == "secondary"
+    assert primary.node0.request("GET", "/v1/sys/health").json["replication_dr_mode"] == "primary"
+
+
+def test_a_paths_filter_removes_a_mount_and_removing_it_brings_it_back(
+    sites: dict[str, Site],
+) -> None:
+    primary, perf = sites["primary"], _perf(sites)
+    primary.ok("POST", "sys/mounts/team", {"type": "kv", "options": {"version": "2"}})
+    primary.ok("POST", "team/data/app", {"data": {"v": "team secret"}})
+    wait_until(lambda: _read(perf, "team/data/app") == {"v": "team secret"}, 30, "team/ there")
+    primary.ok(
+        "POST",
+        "sys/replication/performance/primary/paths-filter/perf1",
+        {"mode": "deny", "paths": ["team/"]},
+    )
+    got = primary.ok("GET", "sys/replication/performance/primary/paths-filter/perf1").json
+    assert got["data"] == {"mode": "deny", "paths": ["team/"]}
+    wait_until(lambda: "team/" not in perf.ok("GET", "sys/mounts").json["data"], 30, "team/ gone")
+    primary.ok("POST", "secret/data/still", {"data": {"v": "unfiltered"}})
+    wait_until(lambda: _read(perf, "secret/data/still") == {"v": "unfiltered"}, 30, "unfiltered")
+    primary.ok("DELETE", "sys/replication/performance/primary/paths-filter/perf1")
+    wait_until(lambda: _read(perf, "team/data/app") == {"v": "team secret"}, 30, "team/ back")
