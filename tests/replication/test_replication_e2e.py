@@ -132,3 +132,27 @@ def test_a_paths_filter_removes_a_mount_and_removing_it_brings_it_back(
     wait_until(lambda: _read(perf, "secret/data/still") == {"v": "unfiltered"}, 30, "unfiltered")
     primary.ok("DELETE", "sys/replication/performance/primary/paths-filter/perf1")
     wait_until(lambda: _read(perf, "team/data/app") == {"v": "team secret"}, 30, "team/ back")
+
+
+def test_a_secondary_that_missed_writes_while_the_primary_restarted_catches_up_by_sync(
+    sites: dict[str, Site],
+) -> None:
+    """The restarted primary's WAL ring starts empty, so the secondary cannot resume
+    and syncs: writes and deletes it missed while it was down both arrive."""
+    primary, perf = sites["primary"], _perf(sites)
+    primary.ok("POST", "secret/data/doomed", {"data": {"v": "to be deleted"}})
+    wait_until(lambda: _read(perf, "secret/data/doomed") is not None, 30, "doomed there")
+    perf.node0.stop()
+    primary.ok("POST", "secret/data/missed", {"data": {"v": "written while down"}})
+    primary.ok("DELETE", "secret/metadata/doomed")
+    primary.node0.stop()
+    primary.node0.start()
+    primary.unseal(primary.node0)
+    primary.wait_active(primary.node0)
+    perf.node0.start()
+    perf.unseal(perf.node0)
+    wait_until(lambda: perf.node0.health() == 200, 60, "perf secondary active again")
+    wait_until(lambda: _read(perf, "secret/data/missed") is not None, 60, "the missed write")
+    assert _read(perf, "secret/data/missed") == {"v": "written while down"}
+    wait_until(lambda: _read(perf, "secret/data/doomed") is None, 30, "the missed delete")
+    assert perf.status("performance")["state"] == "stream-wals"
