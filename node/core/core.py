@@ -138,6 +138,7 @@ class Core:
         self.replication = Replication(
             physical, self.barrier, self.router, self.namespaces, lambda: self.http_client
         )
+        self.replication.forwarded_handler = self._handle_forwarded
         self.audit = AuditTable(BarrierView(self.barrier, ""), self._identity_policies)
         self.metrics = Metrics()
         cache = self.barrier.cache
@@ -333,6 +334,13 @@ class Core:
         if self.replication.is_dr_secondary and not DR_SECONDARY_PATHS.match(request.path):
             raise DRSecondaryError()
         return await self.pipeline.handle(request)
+
+    async def _handle_forwarded(self, request: Request) -> tuple[Response, int]:
+        """A performance secondary's write (``node.replication``): the answer, and the
+        applied index it must wait for before it answers its client."""
+        response = await self.pipeline.handle_forwarded(request)
+        replica = self.cluster.replica if self.cluster is not None else None
+        return response, replica.applied_index() if replica is not None else 0
 
     async def _destroy_cubbyhole(self, entry: TokenEntry) -> None:
         """A revoked token's cubbyhole data goes, in every namespace it wrote to."""

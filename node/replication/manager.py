@@ -16,18 +16,21 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from node.barrier.barrier import KEYRING_PATH, Barrier
+from node.logical.request import Request
+from node.logical.response import Response
 from node.namespaces.store import NamespaceStore
 from node.outbound import HttpClient
 from node.replication import merkle
-from node.replication.classify import Kind, MountIndex, PathsFilter
+from node.replication.classify import DataClass, Kind, MountIndex, PathsFilter, classify
+from node.replication.forwarding import request_to, response_from, wait_applied
 from node.replication.live import ClientStatus, Live, walk
-from node.replication.ports import Transport
+from node.replication.ports import Channel, Transport
 from node.replication.primary import serve_link, view_of
-from node.replication.secondary import fetch_bootstrap, my_view, run_secondary
+from node.replication.secondary import fetch_bootstrap, my_view, run_secondary, secondary_tls
 from node.replication.state import Bundle, KindState, position_key, state_key
 from node.replication.wal import Wal, WalRing
 from node.routing.router import Router
@@ -84,6 +87,8 @@ class Replication:
         self._http = http
         #: The network (``api/replication_net.py``); None: replication cannot run.
         self.transport: Transport | None = None
+        #: Runs a request a performance secondary forwarded (set by the core).
+        self.forwarded_handler: Callable[[Request], Awaitable[tuple[Response, int]]] | None = None
         self.states: dict[Kind, KindState] = {k: KindState(k) for k in Kind}
         self._live: Live | None = None
         self._lock = asyncio.Lock()
@@ -113,6 +118,37 @@ class Replication:
     @property
     def is_perf_secondary(self) -> bool:
         return self.states[Kind.PERFORMANCE].mode == "secondary"
+
+    def writable_here(self, key: str) -> bool:
+        """Whether a performance secondary writes ``key`` itself (its local data)."""
+        return classify(key, self.mount_index()).cls in (DataClass.LOCAL, DataClass.IGNORED)
+
+    async def forward(self, request: Request) -> Response:
+        """Run ``request`` (authorised here) on the primary; answer once it came back."""
+        bundle = self.states[Kind.PERFORMANCE].bundle
+        live = self._live
+        if bundle is None or self.transport is None or live is None:
+            raise InvalidRequestError("this performance secondary cannot reach its primary")
+        link = await self.transport.dial(bundle.primary_cluster_addr, secondary_tls(bundle), 5.0)
+        channel = Channel(link)
+        try:
+            await channel.send(
+                {
+                    "type": "forward",
+                    "kind": Kind.PERFORMANCE.value,
+                    "secondary_id": bundle.secondary_id,
+                    "request": request_to(request),
+                }
+            )
+            answer = await asyncio.wait_for(channel.receive(), 30.0)
+        finally:
+            await channel.close()
+        response, index = response_from(answer)
+        if not await wait_applied(lambda: live.client.last_remote_wal, index):
+            response.warnings.append(
+                "the write was made on the primary but has not reached this secondary yet"
+            )
+        return response
 
     def mount_index(self) -> MountIndex:
         return MountIndex.build(

@@ -27,12 +27,14 @@ from node.replication.classify import (
     filter_table,
     sends,
 )
+from node.replication.forwarding import error_to, request_from, response_to
 from node.replication.frames import FrameError
 from node.replication.live import Live, SecondaryLink, walk
 from node.replication.ports import Channel, Link, expect_type
 from node.replication.state import Bundle, KindState
 from node.replication.wal import Wal
 from sdk import jsoncodec
+from sdk.errors import CofferError
 
 if TYPE_CHECKING:
     from node.replication.manager import Replication
@@ -50,7 +52,7 @@ async def serve_link(repl: Replication, live: Live, link: Link) -> None:
     record: SecondaryLink | None = None
     try:
         hello = await asyncio.wait_for(channel.receive(), 10.0)
-        expect_type(hello, "hello")
+        expect_type(hello, "hello", "forward")
         kind = Kind(str(hello.get("kind")))
         secondary_id = str(hello.get("secondary_id"))
         if secondary_id != link.peer_id or not repl.allowed(kind, secondary_id):
@@ -59,10 +61,21 @@ async def serve_link(repl: Replication, live: Live, link: Link) -> None:
         if hello.get("bootstrap"):
             await _bootstrap(repl, channel, kind, hello)
             return
+        if hello["type"] == "forward":
+            await _forwarded(repl, channel, hello)
+            return
         record = SecondaryLink(secondary_id, kind, last_heartbeat=time.time())
         live.links[f"{kind.value}/{secondary_id}"] = record
         await _session(repl, live, channel, record, int(hello.get("last_wal", 0)))
-    except (ConnectionError, FrameError, TimeoutError, ValueError, OSError) as exc:
+    except (
+        ConnectionError,
+        FrameError,
+        TimeoutError,
+        ValueError,
+        KeyError,
+        TypeError,
+        OSError,
+    ) as exc:
         log.info(
             "replication link closed",
             extra={"event": "replication.link_closed", "error": type(exc).__name__},
@@ -82,6 +95,19 @@ async def _bootstrap(
     boot = await repl.bootstrap_for(kind, bundle.secondary_id)
     boot["state"] = base64.b64encode(repl.encrypt_state_for(state)).decode()
     await channel.send(boot)
+
+
+async def _forwarded(repl: Replication, channel: Channel, hello: dict[str, Any]) -> None:
+    handler = repl.forwarded_handler
+    if handler is None:
+        await channel.send(error_to(CofferError("forwarding is not available")))
+        return
+    try:
+        response, index = await handler(request_from(hello["request"]))
+    except CofferError as error:
+        await channel.send(error_to(error))
+        return
+    await channel.send(response_to(response, index))
 
 
 async def _session(

@@ -31,7 +31,7 @@ from sdk.physical import Delete, Put, TxnOp
 if TYPE_CHECKING:
     from node.replication.manager import Replication
 
-__all__ = ["fetch_bootstrap", "run_secondary"]
+__all__ = ["fetch_bootstrap", "run_secondary", "secondary_tls"]
 
 log = logging.getLogger("coffer.replication")
 
@@ -39,7 +39,7 @@ _RETRY = 1.0
 _CHUNK = 500
 
 
-def _tls(bundle: Bundle) -> RaftTLS:
+def secondary_tls(bundle: Bundle) -> RaftTLS:
     return RaftTLS(bundle.ca_pem.encode(), bundle.cert_pem.encode(), bundle.key_pem.encode())
 
 
@@ -47,7 +47,7 @@ async def fetch_bootstrap(repl: Replication, bundle: Bundle) -> dict[str, Any]:
     """The primary's seal keys and this secondary's state, over the replication channel."""
     assert repl.transport is not None
     try:
-        link = await repl.transport.dial(bundle.primary_cluster_addr, _tls(bundle), 10.0)
+        link = await repl.transport.dial(bundle.primary_cluster_addr, secondary_tls(bundle), 10.0)
     except (OSError, TimeoutError) as exc:
         raise CofferError(
             f"could not reach the primary's replication address {bundle.primary_cluster_addr}"
@@ -78,7 +78,9 @@ async def run_secondary(repl: Replication, kind: Kind, status: ClientStatus) -> 
         if bundle is None or repl.transport is None:
             return
         try:
-            link = await repl.transport.dial(bundle.primary_cluster_addr, _tls(bundle), 5.0)
+            link = await repl.transport.dial(
+                bundle.primary_cluster_addr, secondary_tls(bundle), 5.0
+            )
         except (OSError, TimeoutError) as exc:
             status.connection_state, status.state = "disconnected", "idle"
             status.error = type(exc).__name__

@@ -156,3 +156,31 @@ def test_a_secondary_that_missed_writes_while_the_primary_restarted_catches_up_b
     assert _read(perf, "secret/data/missed") == {"v": "written while down"}
     wait_until(lambda: _read(perf, "secret/data/doomed") is None, 30, "the missed delete")
     assert perf.status("performance")["state"] == "stream-wals"
+
+
+def test_a_write_on_the_perf_secondary_goes_to_the_primary_and_reads_back_at_once(
+    sites: dict[str, Site],
+) -> None:
+    primary, perf = sites["primary"], _perf(sites)
+    reply = perf.call("POST", "secret/data/from-perf", {"data": {"v": "forwarded"}})
+    assert reply.status == 200, reply.body
+    assert not reply.json.get("warnings"), reply.json
+    # Answered only once the write came back through the stream: readable here now.
+    assert _read(perf, "secret/data/from-perf") == {"v": "forwarded"}
+    assert _read(primary, "secret/data/from-perf") == {"v": "forwarded"}
+    # A policy is replicated data too: written on the primary, not here.
+    perf.ok("POST", "sys/policy/from-perf", {"policy": 'path "x/*" { capabilities = ["read"] }'})
+    assert primary.ok("GET", "sys/policy/from-perf").json["data"]["name"] == "from-perf"
+
+
+def test_a_local_mount_on_the_perf_secondary_stays_its_own(sites: dict[str, Site]) -> None:
+    primary, perf = sites["primary"], _perf(sites)
+    perf.ok("POST", "sys/mounts/perflocal", {"type": "kv", "local": True})
+    perf.ok("POST", "perflocal/app", {"v": "only on the secondary"})
+    assert "perflocal/" not in primary.ok("GET", "sys/mounts").json["data"]
+    # A later change to the primary's mount table keeps the secondary's local mount.
+    primary.ok("POST", "sys/mounts/later", {"type": "kv"})
+    wait_until(lambda: "later/" in perf.ok("GET", "sys/mounts").json["data"], 30, "later/")
+    assert "perflocal/" in perf.ok("GET", "sys/mounts").json["data"]
+    reply = perf.ok("GET", "perflocal/app")
+    assert reply.json["data"] == {"v": "only on the secondary"}
