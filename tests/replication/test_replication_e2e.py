@@ -134,6 +134,91 @@ def test_a_paths_filter_removes_a_mount_and_removing_it_brings_it_back(
     wait_until(lambda: _read(perf, "team/data/app") == {"v": "team secret"}, 30, "team/ back")
 
 
+def test_a_paths_filter_keeps_a_namespace_off_and_the_old_spelling_reads_back(
+    sites: dict[str, Site],
+) -> None:
+    primary, perf = sites["primary"], _perf(sites)
+    primary.ok("POST", "sys/namespaces/ns1")
+    ns = {"X-Vault-Namespace": "ns1"}
+    tok = primary.root_token
+    assert (
+        primary.node0.request(
+            "POST", "/v1/sys/mounts/kv", {"type": "kv"}, token=tok, headers=ns
+        ).status
+        == 204
+    )
+    assert (
+        primary.node0.request("POST", "/v1/kv/a", {"v": "in ns1"}, token=tok, headers=ns).status
+        == 204
+    )
+
+    def namespaces_on_perf() -> list[str]:
+        reply = perf.call("LIST", "sys/namespaces")
+        return list(reply.json["data"]["keys"]) if reply.status == 200 else []
+
+    wait_until(lambda: "ns1/" in namespaces_on_perf(), 30, "ns1 on the perf secondary")
+    primary.ok(
+        "POST",
+        "sys/replication/performance/primary/mount-filter/perf1",
+        {"mode": "blacklist", "paths": ["ns1/"]},
+    )
+    got = primary.ok("GET", "sys/replication/performance/primary/mount-filter/perf1").json["data"]
+    assert got == {"mode": "blacklist", "paths": ["ns1/"]}
+    wait_until(lambda: "ns1/" not in namespaces_on_perf(), 30, "ns1 gone from the perf secondary")
+    primary.ok("DELETE", "sys/replication/performance/primary/mount-filter/perf1")
+    wait_until(lambda: "ns1/" in namespaces_on_perf(), 30, "ns1 back on the perf secondary")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        (
+            "sys/replication/performance/primary/paths-filter/perf1",
+            {"mode": "x", "paths": ["a/"]},
+            "allow or deny",
+        ),
+        ("sys/replication/performance/primary/paths-filter/perf1", {"mode": "deny"}, "paths"),
+        (
+            "sys/replication/performance/primary/paths-filter/nobody",
+            {"mode": "deny", "paths": ["a/"]},
+            "no secondary",
+        ),
+        (
+            "sys/replication/performance/primary/mount-filter/perf1",
+            {"mode": "allow", "paths": ["a/"]},
+            "whitelist",
+        ),
+        ("sys/replication/dr/primary/secondary-token", {}, "id"),
+        ("sys/replication/dr/primary/secondary-token", {"id": "dr1"}, "already exists"),
+        (
+            "sys/replication/dr/primary/enable",
+            {"primary_cluster_addr": "127.0.0.1:1"},
+            "already primary",
+        ),
+        ("sys/replication/dr/primary/revoke-secondary", {"id": "nobody"}, "no secondary"),
+    ],
+)
+def test_bad_replication_requests_are_clear_400s(
+    sites: dict[str, Site], path: str, body: dict[str, object], message: str
+) -> None:
+    reply = sites["primary"].call("POST", path, body)
+    assert reply.status == 400, reply.body
+    assert message in " ".join(reply.errors)
+
+
+def test_a_secondary_enable_with_a_bad_token_changes_nothing(tmp_path: Path) -> None:
+    site = Site(tmp_path / "lone").start()
+    try:
+        for token in ("cofr.%%%", "hvs.notatoken"):
+            body = {"token": token, "primary_api_addr": "http://127.0.0.1:1"}
+            reply = site.call("POST", "sys/replication/dr/secondary/enable", body)
+            assert reply.status == 400, reply.body
+        assert site.ok("GET", "sys/replication/status").json["data"]["dr"] == {"mode": "disabled"}
+        assert site.call("GET", "auth/token/lookup-self").status == 200  # not wiped
+    finally:
+        site.close()
+
+
 def test_a_secondary_that_missed_writes_while_the_primary_restarted_catches_up_by_sync(
     sites: dict[str, Site],
 ) -> None:
