@@ -139,6 +139,7 @@ class Core:
             physical, self.barrier, self.router, self.namespaces, lambda: self.http_client
         )
         self.replication.forwarded_handler = self._handle_forwarded
+        self.replication.operation_token_check = self._is_root_token
         self.audit = AuditTable(BarrierView(self.barrier, ""), self._identity_policies)
         self.metrics = Metrics()
         cache = self.barrier.cache
@@ -334,6 +335,18 @@ class Core:
         if self.replication.is_dr_secondary and not DR_SECONDARY_PATHS.match(request.path):
             raise DRSecondaryError()
         return await self.pipeline.handle(request)
+
+    async def _is_root_token(self, token_id: str) -> bool:
+        """Until DR operation tokens exist: a live root token of this cluster's store."""
+        entry = await self.tokens.lookup(token_id)
+        return entry is not None and "root" in entry.policies
+
+    async def restart_active_duties(self) -> None:
+        """A replication role changed: the active node's duties follow the new role."""
+        if self.is_standby or self.sealed:
+            return
+        await self.stop_active_duties()
+        await self.start_active_duties()
 
     async def _handle_forwarded(self, request: Request) -> tuple[Response, int]:
         """A performance secondary's write (``node.replication``): the answer, and the

@@ -38,7 +38,7 @@ from node.seal.config import SEAL_CONFIG_PATH
 from node.seal.shamir_seal import RECOVERY_CONFIG_PATH, RECOVERY_KEY_PATH, ROOT_KEY_PATH
 from sdk import jsoncodec
 from sdk.certs import ClusterCA, RaftTLS, create_cluster_ca
-from sdk.errors import CofferError, InvalidRequestError
+from sdk.errors import CofferError, InvalidRequestError, PermissionDeniedError
 from sdk.physical import Delete, PhysicalBackend, Put
 
 __all__ = ["ACTIVATION_PREFIX", "SEAL_KEYS", "Replication", "activation_token", "walk"]
@@ -87,6 +87,8 @@ class Replication:
         self._http = http
         #: The network (``api/replication_net.py``); None: replication cannot run.
         self.transport: Transport | None = None
+        #: Whether a token is a DR operation token (set by the core).
+        self.operation_token_check: Callable[[str], Awaitable[bool]] | None = None
         #: Runs a request a performance secondary forwarded (set by the core).
         self.forwarded_handler: Callable[[Request], Awaitable[tuple[Response, int]]] | None = None
         self.states: dict[Kind, KindState] = {k: KindState(k) for k in Kind}
@@ -303,6 +305,79 @@ class Replication:
             f"{kind.value} replication secondary of {bundle.primary_api_addr}.",
             "It seals itself now: unseal it with the primary's unseal keys.",
         ]
+
+    # -- role changes -------------------------------------------------------------------
+    #
+    # Each returns warnings; the caller restarts the active node's duties, so the
+    # listener, the client and lease expiry follow the new role.
+
+    async def check_operation_token(self, token: str) -> None:
+        """A DR operation token authorises promote, disable and update-primary of a DR
+        secondary. ``operation_token_check`` (the DR operation-token feature) decides;
+        until it is plugged in, a root token of this cluster's store (the primary's,
+        replicated here) is accepted."""
+        check = self.operation_token_check
+        if not token or check is None or not await check(token):
+            raise PermissionDeniedError("a valid dr_operation_token is required")
+
+    async def promote(self, kind: Kind, primary_cluster_addr: str) -> list[str]:
+        async with self._lock:
+            state = self.states[kind]
+            if state.mode != "secondary":
+                raise InvalidRequestError(f"this cluster is not a {kind.value} secondary")
+            if not primary_cluster_addr:
+                raise InvalidRequestError("primary_cluster_addr is required (HOST:PORT)")
+            _check_addr(primary_cluster_addr)
+            ca = create_cluster_ca(f"coffer-replication-{kind.value}")
+            await self._save(
+                KindState(
+                    kind,
+                    mode="primary",
+                    cluster_id=state.cluster_id,
+                    primary_cluster_addr=primary_cluster_addr,
+                    ca_cert=ca.cert_pem.decode(),
+                    ca_key=ca.key_pem.decode(),
+                )
+            )
+        return [
+            f"This cluster is now the {kind.value} replication primary; other secondaries "
+            "need update-primary with a token from it."
+        ]
+
+    async def demote(self, kind: Kind) -> list[str]:
+        async with self._lock:
+            state = self._primary(kind)
+            await self._save(KindState(kind, mode="secondary", cluster_id=state.cluster_id))
+        return [
+            f"This cluster is now a {kind.value} secondary with no primary; "
+            "update-primary connects it to one without a wipe."
+        ]
+
+    async def disable(self, kind: Kind, mode: str) -> list[str]:
+        async with self._lock:
+            if self.states[kind].mode != mode:
+                raise InvalidRequestError(f"this cluster is not a {kind.value} {mode}")
+            await self._save(KindState(kind))
+        return [f"{kind.value} replication is disabled on this cluster."]
+
+    async def update_primary(self, kind: Kind, token: str, primary_api_addr: str) -> list[str]:
+        """Point a secondary (or a demoted primary) at a primary that shares its keyring:
+        no wipe; it compares everything once (its old position means nothing there)."""
+        if self.states[kind].mode != "secondary":
+            raise InvalidRequestError(f"this cluster is not a {kind.value} secondary")
+        jti, addr = parse_activation_token(token)
+        addr = (primary_api_addr or addr).rstrip("/")
+        if not addr:
+            raise InvalidRequestError("primary_api_addr is required with a plain wrapping token")
+        bundle = await self._unwrap(addr, jti)
+        if bundle.kind is not kind:
+            raise InvalidRequestError(f"the token is for {bundle.kind.value} replication")
+        async with self._lock:
+            await self._save(
+                KindState(kind, mode="secondary", cluster_id=bundle.cluster_id, bundle=bundle)
+            )
+            await self.physical.put(position_key(kind), b"0")
+        return [f"This secondary now follows {bundle.primary_api_addr}."]
 
     async def _unwrap(self, addr: str, jti: str) -> Bundle:
         client = self._http()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.ports import free_port
 from tests.replication.clusters import Site, wait_until
 
 pytestmark = pytest.mark.slow
@@ -269,3 +270,54 @@ def test_a_local_mount_on_the_perf_secondary_stays_its_own(sites: dict[str, Site
     assert "perflocal/" in perf.ok("GET", "sys/mounts").json["data"]
     reply = perf.ok("GET", "perflocal/app")
     assert reply.json["data"] == {"v": "only on the secondary"}
+
+
+def test_failover_promote_the_dr_secondary_then_the_old_primary_rejoins_as_its_secondary(
+    sites: dict[str, Site],
+) -> None:
+    """Runs last: it changes every role. The primary's node is killed; the DR
+    secondary, promoted with an operation token (today: the primary's root
+    token, which it holds), serves the primary's secrets and tokens; the old
+    primary, restarted and demoted, follows the new primary without a wipe."""
+    primary, dr = sites["primary"], sites["dr"]
+    primary.ok("POST", "secret/data/final", {"data": {"v": "acknowledged before the loss"}})
+
+    def dr_caught_up() -> bool:
+        theirs, mine = primary.status("dr"), dr.status("dr")
+        return bool(mine["merkle_root"]) and mine["merkle_root"] == theirs["merkle_root"]
+
+    wait_until(dr_caught_up, 30, "the DR secondary to catch up")
+    primary.node0.kill()
+
+    body = {"dr_operation_token": "not-a-token", "primary_cluster_addr": "127.0.0.1:1"}
+    refused = dr.call("POST", "sys/replication/dr/secondary/promote", body, token="")
+    assert refused.status == 403
+    new_addr = f"127.0.0.1:{free_port()}"
+    body = {"dr_operation_token": primary.root_token, "primary_cluster_addr": new_addr}
+    reply = dr.call("POST", "sys/replication/dr/secondary/promote", body, token="")
+    assert reply.status == 200, reply.body
+    wait_until(lambda: dr.node0.health() == 200, 30, "the promoted cluster to serve")
+    dr.token = primary.root_token  # the primary's tokens came along
+    assert _read(dr, "secret/data/final") == {"v": "acknowledged before the loss"}
+    assert _read(dr, "secret/data/before") == {"v": "written before enable"}
+    assert dr.status("dr")["mode"] == "primary"
+
+    # The old primary comes back still believing it is the primary: demote it.
+    primary.node0.start()
+    primary.unseal(primary.node0)
+    primary.wait_active(primary.node0)
+    primary.ok("POST", "sys/replication/dr/primary/demote")
+    wait_until(lambda: primary.node0.health() == 472, 30, "the demoted primary to stand by")
+    assert primary.status("dr")["mode"] == "secondary"
+
+    token = dr.secondary_token("dr", "old-primary")
+    body = {"token": token, "dr_operation_token": primary.root_token}
+    reply = primary.call("POST", "sys/replication/dr/secondary/update-primary", body, token="")
+    assert reply.status == 200, reply.body
+    dr.ok("POST", "secret/data/after-failover", {"data": {"v": "from the new primary"}})
+
+    def old_primary_follows() -> bool:
+        theirs, mine = dr.status("dr"), primary.status("dr")
+        return mine["state"] == "stream-wals" and mine["merkle_root"] == theirs["merkle_root"]
+
+    wait_until(old_primary_follows, 60, "the old primary to follow the new one")

@@ -128,7 +128,118 @@ class ReplicationPaths:
                 "Make this cluster a secondary: wipes its data.",
                 sudo=True,
             ),
+            Path(
+                f"replication/{_KIND}/primary/demote",
+                {Operation.UPDATE: self._demote},
+                {"kind": Field(FieldType.STRING, "performance or dr")},
+                "Become a secondary with no primary (keeps the cluster id and the data).",
+                sudo=True,
+            ),
+            Path(
+                f"replication/{_KIND}/primary/disable",
+                {Operation.UPDATE: self._disable_primary},
+                {"kind": Field(FieldType.STRING, "performance or dr")},
+                "Stop being a primary; secondaries can no longer connect.",
+                sudo=True,
+            ),
+            *self._secondary_rows("dr", unauthenticated=True),
+            *self._secondary_rows("performance", unauthenticated=False),
         ]
+
+    def _secondary_rows(self, kind: str, *, unauthenticated: bool) -> list[Path]:
+        """DR secondaries serve no tokens: their rows take a DR operation token instead."""
+        token_field = {
+            "dr_operation_token": Field(FieldType.STRING, "A DR operation token."),
+        }
+        if not unauthenticated:
+            token_field = {}
+        sudo = not unauthenticated
+        return [
+            Path(
+                f"replication/{kind}/secondary/promote",
+                {Operation.UPDATE: self._promote},
+                {
+                    **token_field,
+                    "primary_cluster_addr": Field(
+                        FieldType.STRING, "HOST:PORT secondaries will connect to."
+                    ),
+                    "force": Field(FieldType.BOOL, "Accepted; promotion never waits here."),
+                },
+                "Make this secondary the primary.",
+                unauthenticated=unauthenticated,
+                sudo=sudo,
+            ),
+            Path(
+                f"replication/{kind}/secondary/disable",
+                {Operation.UPDATE: self._disable_secondary},
+                token_field,
+                "Stop replicating; the data stays.",
+                unauthenticated=unauthenticated,
+                sudo=sudo,
+            ),
+            Path(
+                f"replication/{kind}/secondary/update-primary",
+                {Operation.UPDATE: self._update_primary},
+                {
+                    **token_field,
+                    "token": Field(FieldType.STRING, "An activation token of the new primary."),
+                    "primary_api_addr": Field(FieldType.STRING, "The new primary's API address."),
+                },
+                "Follow another primary that shares this cluster's keys (no wipe).",
+                unauthenticated=unauthenticated,
+                sudo=sudo,
+            ),
+        ]
+
+    # -- role changes ---------------------------------------------------------------
+
+    @staticmethod
+    def _kind_of(request: Request) -> Kind:
+        return Kind.DR if request.path.startswith("replication/dr/") else Kind.PERFORMANCE
+
+    async def _operation_token(self, kind: Kind, data: FieldData) -> None:
+        if kind is Kind.DR:
+            await self._core.replication.check_operation_token(
+                str(data.get("dr_operation_token") or "")
+            )
+
+    async def _promote(self, request: Request, data: FieldData) -> Response:
+        kind = self._kind_of(request)
+        await self._operation_token(kind, data)
+        warnings = await self._core.replication.promote(
+            kind, str(data.get("primary_cluster_addr") or "")
+        )
+        await self._core.restart_active_duties()
+        return Response(warnings=warnings)
+
+    async def _demote(self, request: Request, data: FieldData) -> Response:
+        warnings = await self._core.replication.demote(Kind(data.get("kind")))
+        await self._core.restart_active_duties()
+        return Response(warnings=warnings)
+
+    async def _disable_primary(self, request: Request, data: FieldData) -> Response:
+        warnings = await self._core.replication.disable(Kind(data.get("kind")), "primary")
+        await self._core.restart_active_duties()
+        return Response(warnings=warnings)
+
+    async def _disable_secondary(self, request: Request, data: FieldData) -> Response:
+        kind = self._kind_of(request)
+        await self._operation_token(kind, data)
+        warnings = await self._core.replication.disable(kind, "secondary")
+        await self._core.restart_active_duties()
+        return Response(warnings=warnings)
+
+    async def _update_primary(self, request: Request, data: FieldData) -> Response:
+        kind = self._kind_of(request)
+        await self._operation_token(kind, data)
+        token = str(data.get("token") or "")
+        if not token:
+            raise InvalidRequestError("token is required")
+        warnings = await self._core.replication.update_primary(
+            kind, token, str(data.get("primary_api_addr") or "")
+        )
+        await self._core.restart_active_duties()
+        return Response(warnings=warnings)
 
     # -- status ---------------------------------------------------------------------
 
