@@ -58,6 +58,7 @@ _KEEP_ON_WIPE = ("core/raft/nodes/", "core/raft/sync/", "core/replication/")
 #: An activation token: this prefix, then base64url JSON {"addr", "jti"} (as the
 #: reference's JWT carries the primary's address and the real wrapping token).
 ACTIVATION_PREFIX = "cofr."
+_STATE_PREFIX = "core/replication/"
 
 
 class Changes(Protocol):
@@ -94,6 +95,7 @@ class Replication:
         self.states: dict[Kind, KindState] = {k: KindState(k) for k in Kind}
         self._live: Live | None = None
         self._lock = asyncio.Lock()
+        self._reloads: set[asyncio.Task[None]] = set()
 
     # -- state --------------------------------------------------------------------------
 
@@ -458,10 +460,21 @@ class Replication:
 
     def observe(self, changes: Changes) -> None:
         """An entry applied to this cluster's storage (``node.core.replicated``)."""
+        if any(key.startswith(_STATE_PREFIX) for key in changes.keys) or changes.reset:
+            self._reload_soon()  # the active node changed a role: standbys follow
         live = self._live
         if live is None:
             return
         live.feed.put_nowait((changes.index, tuple(changes.keys), changes.reset))
+
+    def _reload_soon(self) -> None:
+        async def reload() -> None:
+            with contextlib.suppress(CofferError):
+                await self.load()
+
+        task = asyncio.create_task(reload(), name="replication-reload")
+        self._reloads.add(task)
+        task.add_done_callback(self._reloads.discard)
 
     async def _feed(self, live: Live) -> None:
         while True:
