@@ -140,6 +140,7 @@ class Core:
         )
         self.replication.forwarded_handler = self._handle_forwarded
         self.replication.operation_token_check = self._is_root_token
+        self.replication.seal_self = self.seal
         self.audit = AuditTable(BarrierView(self.barrier, ""), self._identity_policies)
         self.metrics = Metrics()
         cache = self.barrier.cache

@@ -38,7 +38,13 @@ from node.seal.config import SEAL_CONFIG_PATH
 from node.seal.shamir_seal import RECOVERY_CONFIG_PATH, RECOVERY_KEY_PATH, ROOT_KEY_PATH
 from sdk import jsoncodec
 from sdk.certs import ClusterCA, RaftTLS, create_cluster_ca
-from sdk.errors import CofferError, InvalidRequestError, PermissionDeniedError
+from sdk.errors import (
+    CofferError,
+    InvalidRequestError,
+    PermissionDeniedError,
+    SealedError,
+    StorageError,
+)
 from sdk.physical import Delete, PhysicalBackend, Put
 
 __all__ = ["ACTIVATION_PREFIX", "SEAL_KEYS", "Replication", "activation_token", "walk"]
@@ -88,6 +94,8 @@ class Replication:
         self._http = http
         #: The network (``api/replication_net.py``); None: replication cannot run.
         self.transport: Transport | None = None
+        #: Seals this node (set by the core): a standby of a new secondary does.
+        self.seal_self: Callable[[], Awaitable[None]] | None = None
         #: Whether a token is a DR operation token (set by the core).
         self.operation_token_check: Callable[[str], Awaitable[bool]] | None = None
         #: Runs a request a performance secondary forwarded (set by the core).
@@ -469,8 +477,21 @@ class Replication:
 
     def _reload_soon(self) -> None:
         async def reload() -> None:
-            with contextlib.suppress(CofferError):
+            try:
                 await self.load()
+            except SealedError:
+                return
+            except StorageError:
+                # The active node made this cluster a secondary: the state is under
+                # the primary's keys now. A standby seals too, to be unsealed with them.
+                if self._live is None and self.seal_self is not None:
+                    log.warning(
+                        "this cluster took another's keys (replication secondary): sealing",
+                        extra={"event": "replication.sealing"},
+                    )
+                    await self.seal_self()
+            except CofferError:
+                return
 
         task = asyncio.create_task(reload(), name="replication-reload")
         self._reloads.add(task)
