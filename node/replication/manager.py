@@ -65,6 +65,7 @@ _KEEP_ON_WIPE = ("core/raft/nodes/", "core/raft/sync/", "core/replication/")
 #: reference's JWT carries the primary's address and the real wrapping token).
 ACTIVATION_PREFIX = "cofr."
 _STATE_PREFIX = "core/replication/"
+_ROOT_TTL = 1.0
 
 
 class Changes(Protocol):
@@ -104,6 +105,7 @@ class Replication:
         self._live: Live | None = None
         self._lock = asyncio.Lock()
         self._reloads: set[asyncio.Task[None]] = set()
+        self._roots: dict[Kind, tuple[float, str]] = {}
 
     # -- state --------------------------------------------------------------------------
 
@@ -517,7 +519,10 @@ class Replication:
     async def merkle_root(self, kind: Kind) -> str:
         """The root over what this cluster holds for ``kind`` (unfiltered, no tables);
         a primary and its DR secondary hold the same data when their roots are equal.
-        Computed on request, over every key: fine for status, not for a hot loop."""
+        Computed over every key, at most once a second per kind (status is polled)."""
+        cached = self._roots.get(kind)
+        if cached is not None and time.monotonic() - cached[0] < _ROOT_TTL:
+            return cached[1]
         try:
             if self.states[kind].mode == "primary":
                 hashed, _ = await view_of(self, kind, None)
@@ -525,9 +530,11 @@ class Replication:
                 hashed = await my_view(self, kind)
         except CofferError:
             return ""
-        return merkle.root(merkle.buckets(hashed))
+        found = merkle.root(merkle.buckets(hashed))
+        self._roots[kind] = (time.monotonic(), found)
+        return found
 
-    async def status(self, kind: Kind) -> dict[str, Any]:
+    async def status(self, kind: Kind, merkle_root: bool = True) -> dict[str, Any]:
         state = self.states[kind]
         live = self._live
         if state.mode == "disabled":
@@ -553,7 +560,7 @@ class Replication:
                     for link in sorted(links, key=lambda x: x.secondary_id)
                 ],
                 "last_wal": live.ring.last if live else 0,
-                "merkle_root": await self.merkle_root(kind),
+                "merkle_root": await self.merkle_root(kind) if merkle_root else "",
                 "corrupted_merkle_tree": False,
             }
         bundle = state.bundle
@@ -566,7 +573,7 @@ class Replication:
             "secondary_id": bundle.secondary_id if bundle else "",
             "last_remote_wal": client.last_remote_wal,
             "last_heartbeat": _rfc3339(client.last_heartbeat),
-            "merkle_root": await self.merkle_root(kind),
+            "merkle_root": await self.merkle_root(kind) if merkle_root else "",
             "known_primary_cluster_addrs": [bundle.primary_cluster_addr] if bundle else [],
             "primaries": [
                 {

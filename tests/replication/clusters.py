@@ -72,7 +72,8 @@ class Site(Cluster):
         """Enable, wait for the seal, unseal with the primary's keys, wait for the stream."""
         reply = self.ok("POST", f"sys/replication/{kind}/secondary/enable", {"token": token})
         assert reply.json["warnings"]
-        wait_until(lambda: self.sealed(self.node0), 30, f"{kind} secondary to seal")
+        # seal-status says sealed once the seal starts; unseal only after it finished
+        wait_until(lambda: '"replication.sealed"' in self.node0.log_text(), 30, "the seal")
         self.keys, self.threshold = primary.keys, primary.threshold
         self.unseal(self.node0)
         serving = 472 if kind == "dr" else 200  # a DR secondary's active node answers 472

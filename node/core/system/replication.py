@@ -28,6 +28,8 @@ log = logging.getLogger("coffer.replication")
 
 _KIND = r"(?P<kind>performance|dr)"
 _DEFAULT_TTL = 1800
+#: merkle_root walks every key (cached for a second): a poller can skip it.
+_MERKLE = Field(FieldType.BOOL, "Include merkle_root (walks every key).", True)
 #: The older mount-filter spelling of each mode.
 _OLD_MODES = {"whitelist": "allow", "blacklist": "deny"}
 _NEW_TO_OLD = {v: k for k, v in _OLD_MODES.items()}
@@ -48,13 +50,14 @@ class ReplicationPaths:
             Path(
                 "replication/status",
                 {Operation.READ: self._status_all},
+                {"merkle": _MERKLE},
                 summary="Replication status of both kinds.",
                 unauthenticated=True,
             ),
             Path(
                 f"replication/{_KIND}/status",
                 {Operation.READ: self._status},
-                {"kind": Field(FieldType.STRING, "performance or dr")},
+                {"kind": Field(FieldType.STRING, "performance or dr"), "merkle": _MERKLE},
                 "Replication status of one kind.",
                 unauthenticated=True,
             ),
@@ -247,13 +250,14 @@ class ReplicationPaths:
         replication = self._core.replication
         return Response(
             data={
-                "dr": await replication.status(Kind.DR),
-                "performance": await replication.status(Kind.PERFORMANCE),
+                "dr": await replication.status(Kind.DR, bool(data.get("merkle"))),
+                "performance": await replication.status(Kind.PERFORMANCE, bool(data.get("merkle"))),
             }
         )
 
     async def _status(self, request: Request, data: FieldData) -> Response:
-        return Response(data=await self._core.replication.status(Kind(data.get("kind"))))
+        kind = Kind(data.get("kind"))
+        return Response(data=await self._core.replication.status(kind, bool(data.get("merkle"))))
 
     # -- primary --------------------------------------------------------------------
 
