@@ -81,7 +81,7 @@ async def serve_link(repl: Replication, live: Live, link: Link) -> None:
             extra={"event": "replication.link_closed", "error": type(exc).__name__},
         )
     finally:
-        if record is not None:
+        if record is not None and record.connection_status != "revoked":
             record.connection_status = "disconnected"
         with contextlib.suppress(Exception):
             await channel.close()

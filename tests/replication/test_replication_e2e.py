@@ -321,3 +321,15 @@ def test_failover_promote_the_dr_secondary_then_the_old_primary_rejoins_as_its_s
         return mine["state"] == "stream-wals" and mine["merkle_root"] == theirs["merkle_root"]
 
     wait_until(old_primary_follows, 60, "the old primary to follow the new one")
+
+
+def test_a_revoked_secondary_is_cut_off(sites: dict[str, Site]) -> None:
+    """After the failover the old primary is a DR secondary, yet still the
+    performance primary of perf1 (the sys/replication paths stay open there)."""
+    old_primary, perf = sites["primary"], sites["perf"]
+    wait_until(lambda: perf.status("performance")["state"] == "stream-wals", 60, "perf1 streaming")
+    old_primary.ok("POST", "sys/replication/performance/primary/revoke-secondary", {"id": "perf1"})
+    wait_until(lambda: perf.status("performance")["state"] == "idle", 30, "perf1 cut off")
+    status = old_primary.status("performance")
+    assert status["known_secondaries"] == []
+    assert [s["connection_status"] for s in status["secondaries"]] == ["revoked"]
