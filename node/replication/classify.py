@@ -102,8 +102,11 @@ class PathsFilter:
 
     def keeps(self, route: str) -> bool:
         """Whether a mount (route path) or namespace (its path) at ``route`` is replicated."""
-        if not route or _pinned(route):
+        if not route:
             return True
+        namespace = _pinned_in(route)
+        if namespace is not None:  # a namespace's own sys/… goes where the namespace goes
+            return self.keeps(namespace) if namespace else True
         under = any(route.startswith(p) for p in self.paths)
         if self.mode == "deny":
             return not under
@@ -119,14 +122,15 @@ class PathsFilter:
         return cls(str(raw["mode"]), tuple(str(p) for p in raw["paths"]))
 
 
-def _pinned(route: str) -> bool:
-    """A namespace's own sys/, identity/, auth/token/ or cubbyhole/ mount."""
+def _pinned_in(route: str) -> str | None:
+    """For a namespace's own sys/, identity/, auth/token/ or cubbyhole/ mount, the
+    namespace's path ("" for root); None for any other route."""
     for pinned in _PINNED_ROUTES:
         if route.endswith(pinned):
             head = route[: -len(pinned)]
             if head == "" or head.endswith("/"):
-                return True
-    return False
+                return head
+    return None
 
 
 def _namespace_of(key: str) -> tuple[str, str] | None:

@@ -256,6 +256,24 @@ class Replication:
             if link is not None:
                 link.resync = True  # what it may hold changed: compare everything
 
+    def dynamic_filter(self, secondary_id: str) -> dict[str, list[str]]:
+        """The mounts and namespaces a secondary's paths filter excludes now (filtering
+        ``ns1/`` also excludes ``ns1/ns2/`` and ``ns1/kv/``)."""
+        paths_filter = self._primary(Kind.PERFORMANCE).filters.get(secondary_id)
+        if not self.allowed(Kind.PERFORMANCE, secondary_id):
+            raise InvalidRequestError(f"no secondary with id {secondary_id!r}")
+        if paths_filter is None:
+            return {"dynamic_filtered_mounts": [], "dynamic_filtered_namespaces": []}
+        mounts = sorted(
+            e.route_path
+            for e in self.router.entries()
+            if not e.local and not paths_filter.keeps(e.route_path)
+        )
+        namespaces = sorted(
+            n.path for n in self.namespaces.all() if n.path and not paths_filter.keeps(n.path)
+        )
+        return {"dynamic_filtered_mounts": mounts, "dynamic_filtered_namespaces": namespaces}
+
     def allowed(self, kind: Kind, secondary_id: str) -> bool:
         state = self.states[kind]
         found = state.secondaries.get(secondary_id)

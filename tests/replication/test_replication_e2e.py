@@ -128,6 +128,8 @@ def test_a_paths_filter_removes_a_mount_and_removing_it_brings_it_back(
     )
     got = primary.ok("GET", "sys/replication/performance/primary/paths-filter/perf1").json
     assert got["data"] == {"mode": "deny", "paths": ["team/"]}
+    dynamic = primary.ok("GET", "sys/replication/performance/primary/dynamic-filter/perf1").json
+    assert dynamic["data"]["dynamic_filtered_mounts"] == ["team/"]
     wait_until(lambda: "team/" not in perf.ok("GET", "sys/mounts").json["data"], 30, "team/ gone")
     primary.ok("POST", "secret/data/still", {"data": {"v": "unfiltered"}})
     wait_until(lambda: _read(perf, "secret/data/still") == {"v": "unfiltered"}, 30, "unfiltered")
@@ -165,6 +167,12 @@ def test_a_paths_filter_keeps_a_namespace_off_and_the_old_spelling_reads_back(
     )
     got = primary.ok("GET", "sys/replication/performance/primary/mount-filter/perf1").json["data"]
     assert got == {"mode": "blacklist", "paths": ["ns1/"]}
+    dynamic = primary.ok("GET", "sys/replication/performance/primary/dynamic-filter/perf1").json
+    assert dynamic["data"] == {
+        # every replicated mount inside it, its own sys/ and identity/ too
+        "dynamic_filtered_mounts": ["ns1/auth/token/", "ns1/identity/", "ns1/kv/", "ns1/sys/"],
+        "dynamic_filtered_namespaces": ["ns1/"],
+    }
     wait_until(lambda: "ns1/" not in namespaces_on_perf(), 30, "ns1 gone from the perf secondary")
     primary.ok("DELETE", "sys/replication/performance/primary/mount-filter/perf1")
     wait_until(lambda: "ns1/" in namespaces_on_perf(), 30, "ns1 back on the perf secondary")

@@ -119,6 +119,13 @@ class ReplicationPaths:
                 sudo=True,
             ),
             Path(
+                r"replication/performance/primary/dynamic-filter/(?P<id>[^/]+)",
+                {Operation.READ: self._dynamic_filter},
+                {"id": Field(FieldType.STRING, "The secondary's id.")},
+                "The mounts and namespaces a secondary's paths filter excludes now.",
+                sudo=True,
+            ),
+            Path(
                 f"replication/{_KIND}/secondary/enable",
                 {Operation.UPDATE: self._enable_secondary},
                 {
@@ -327,6 +334,9 @@ class ReplicationPaths:
         if not replication.allowed(Kind.PERFORMANCE, secondary_id):
             raise InvalidRequestError(f"no secondary with id {secondary_id!r}")
         await replication.set_filter(secondary_id, PathsFilter(mode, tuple(cleaned)))
+
+    async def _dynamic_filter(self, request: Request, data: FieldData) -> Response:
+        return Response(data=self._core.replication.dynamic_filter(str(data.get("id"))))
 
     async def _delete_filter(self, request: Request, data: FieldData) -> None:
         await self._core.replication.set_filter(str(data.get("id")), None)

@@ -84,6 +84,13 @@ def test_allow_filter_keeps_only_listed_paths_and_the_pinned_mounts() -> None:
     assert not sends(classify("logical/u-team/x", INDEX), Kind.PERFORMANCE, allow)
     assert allow.keeps("sys/") and allow.keeps("ns1/identity/") and allow.keeps("auth/token/")
     assert not allow.keeps("auth/userpass/")
+    assert not PathsFilter("allow", ("secret/",)).keeps("ns1/sys/")
+
+
+def test_a_filtered_namespace_takes_its_own_sys_and_identity_mounts_with_it() -> None:
+    deny = PathsFilter("deny", ("ns1/",))
+    assert not deny.keeps("ns1/sys/") and not deny.keeps("ns1/identity/")
+    assert deny.keeps("sys/") and deny.keeps("ns2/sys/")
 
 
 def test_a_bad_mode_is_refused() -> None:
