@@ -105,12 +105,24 @@ def _address_in(address: str, cidrs: list[str]) -> bool:
     return any(ip in ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
 
 
-_MOUNT_CHANGE = re.compile(r"^sys/(mounts|auth)/.+")
+_MOUNT_CHANGE = re.compile(r"^sys/(?P<table>mounts|auth)/(?P<path>.+?)(?P<tune>/tune)?$")
 
 
-def _local_mount(request: Request) -> bool:
-    """Enabling a ``local`` mount: on a performance secondary it is the secondary's own."""
-    return bool(_MOUNT_CHANGE.match(request.path) and request.data.get("local") is True)
+def _local_mount(core: Core, request: Request) -> bool:
+    """Enabling a ``local`` mount, or changing one that is local: on a performance
+    secondary such a mount is the secondary's own."""
+    found = _MOUNT_CHANGE.match(request.path)
+    if found is None:
+        return False
+    if request.data.get("local") is True:
+        return True
+    try:
+        namespace, _ = core.namespaces.resolve(request.namespace, "")
+    except CofferError:
+        return False
+    prefix = "auth/" if found["table"] == "auth" else ""
+    route = core.router.match(f"{namespace.path}{prefix}{found['path'].strip('/')}/")
+    return route is not None and route.mount.local and route.relative_path == ""
 
 
 class Pipeline:
@@ -153,7 +165,9 @@ class Pipeline:
         (``node.replication``), which answers once the write has come back.
         Logins stay local: their tokens are this cluster's own."""
         replication = self._core.replication
-        if request.path.startswith(("auth/", "sys/replication/")) or _local_mount(request):
+        if request.path.startswith(("auth/", "sys/replication/")) or _local_mount(
+            self._core, request
+        ):
             return await self._handle(request, trail)
         with read_only(allowed=replication.writable_here) as scope:
             try:

@@ -278,6 +278,12 @@ def test_a_local_mount_on_the_perf_secondary_stays_its_own(sites: dict[str, Site
     assert "perflocal/" in perf.ok("GET", "sys/mounts").json["data"]
     reply = perf.ok("GET", "perflocal/app")
     assert reply.json["data"] == {"v": "only on the secondary"}
+    # Tuning and disabling it stay there too.
+    perf.ok("POST", "sys/mounts/perflocal/tune", {"description": "mine"})
+    assert perf.ok("GET", "sys/mounts").json["data"]["perflocal/"]["description"] == "mine"
+    perf.ok("DELETE", "sys/mounts/perflocal")
+    assert "perflocal/" not in perf.ok("GET", "sys/mounts").json["data"]
+    assert "later/" in perf.ok("GET", "sys/mounts").json["data"]
 
 
 def test_failover_promote_the_dr_secondary_then_the_old_primary_rejoins_as_its_secondary(
