@@ -124,6 +124,8 @@ async def _session(
         }
     )
     status.connection_state = "ready"
+    if position == 0:
+        status.state = "bootstrapping"  # nothing applied yet: the first sync comes next
     while True:
         message = await asyncio.wait_for(channel.receive(), 30.0)
         status.last_heartbeat = time.time()
