@@ -6,7 +6,7 @@ Every physical key is in one class (Vault's data classes):
   its replication state (``core/replication/``) and its own identity
   (``core/cluster``).
 * ``LOCAL`` — DR secondaries only: tokens, accessors and their leases
-  (``sys/token/``), and the data of ``local=true`` mounts (cubbyhole included).
+  (``sys/token/`` but its ``roles/``), and the data of ``local=true`` mounts (cubbyhole included).
 * ``TABLE`` — a table of mounts or audit devices; a performance secondary gets
   the primary's non-local, unfiltered entries merged with its own local ones.
 * ``REPLICATED`` — everything else, to every secondary unless a paths filter
@@ -42,6 +42,8 @@ _IGNORED_PREFIXES = ("core/raft/", "core/replication/")
 _IGNORED_KEYS = frozenset({"core/cluster"})
 _TABLE_NAMES = ("core/mounts", "core/auth")
 _NAMESPACE_RECORDS = "sys/namespaces/"
+#: Token roles are configuration (replicated); the rest of ``sys/token/`` is tokens.
+_TOKEN_ROLES = "sys/token/roles/"
 #: Mounts every namespace has: never filtered (the secondary would lose its ``sys/``).
 _PINNED_ROUTES = ("sys/", "identity/", "auth/token/", "cubbyhole/")
 
@@ -145,7 +147,7 @@ def classify(key: str, index: MountIndex) -> Verdict:
     """The data class of ``key``, and the mount or namespace it belongs to."""
     if key in _IGNORED_KEYS or key.startswith(_IGNORED_PREFIXES):
         return Verdict(DataClass.IGNORED)
-    if key.startswith("sys/token/"):
+    if key.startswith("sys/token/") and not key.startswith(_TOKEN_ROLES):
         return Verdict(DataClass.LOCAL)
     if key == AUDIT_TABLE:
         return Verdict(DataClass.TABLE)

@@ -38,6 +38,8 @@ INDEX = MountIndex.build(
         ("core/seal-config", DataClass.REPLICATED, ""),
         ("sys/token/id/abc", DataClass.LOCAL, ""),
         ("sys/token/salt", DataClass.LOCAL, ""),
+        ("sys/token/roles/ci", DataClass.REPLICATED, ""),
+        ("namespaces/ns1id/sys/token/roles/ci", DataClass.REPLICATED, "ns1/"),
         ("core/mounts", DataClass.TABLE, ""),
         ("core/auth", DataClass.TABLE, ""),
         ("core/audit", DataClass.TABLE, ""),
