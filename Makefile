@@ -27,13 +27,21 @@ typecheck: $(STAMP)
 # pytest exits 5 when it collected nothing; scripts/run_pytest.py turns that (and an
 # all-skipped run) into a failure. COV_FLOOR is the suite's measured line coverage of
 # node, api, consensus and sdk (in-process only): raise it as coverage grows, never lower
-# it (docs/architecture.md, "Guards"). `make test PYTEST_ARGS=tests/api COV_ARGS=`
-# runs a subset without the floor.
+# it (docs/architecture.md, "Guards"). The whole suite runs in two stages
+# (scripts/test_suite.py): in-process suites on TEST_JOBS cores, then the cluster,
+# browser and container suites alone. `make test PYTEST_ARGS=tests/api COV_ARGS=`
+# runs a subset in one process without the floor; `make test COV_ARGS=` the whole suite
+# without coverage.
 COV_FLOOR := 87
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 COV_ARGS  ?= --cov=node --cov=api --cov=consensus --cov=sdk --cov-report=term:skip-covered \
              --cov-fail-under=$(COV_FLOOR)
 test: lint typecheck
+ifeq ($(strip $(PYTEST_ARGS)),)
+	$(BIN)/python scripts/test_suite.py --jobs $(TEST_JOBS) $(if $(strip $(COV_ARGS)),--cov-floor $(COV_FLOOR))
+else
 	$(BIN)/python scripts/run_pytest.py -q $(COV_ARGS) $(PYTEST_ARGS)
+endif
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

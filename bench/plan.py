@@ -110,6 +110,9 @@ def _standard() -> list[Step]:
                 ("lb", KV2),
             ),
         ),
+        # Issue 16's 5-node goal: the same ratio to 5-node etcd as 3-node has.
+        Step("five", partial(CofferCluster, 5), (("active", ("kv2-write",)),), concurrency=(32,)),
+        Step("five", partial(EtcdCluster, 5), (("leader", ("kv2-write",)),), concurrency=(32,)),
         *_perfpass(),
     ]
 

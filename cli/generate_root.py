@@ -2,8 +2,11 @@
 
 The server returns the new token XOR-ed with a one-time password and base64
 encoded, so the token never crosses the wire in clear; ``-decode`` undoes that
-locally with the OTP that ``-init`` printed. Without a mode flag the command
-provides one key share (``vault operator generate-root [KEY]``).
+locally with the OTP that ``-init`` printed (no server call). Without a mode
+flag the command provides one key share (``vault operator generate-root [KEY]``).
+``-dr-token`` drives the DR secondary's operation-token generation instead
+(``sys/replication/dr/secondary/generate-operation-token/*``): the same flow,
+the same encoding.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import base64
 import binascii
 import secrets
 import string
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cli.errors import EXIT_OK, CliError, UsageError
@@ -35,8 +39,29 @@ __all__ = [
 
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 DEFAULT_OTP_LENGTH = 28
-_ATTEMPT = "/v1/sys/generate-root/attempt"
-_UPDATE = "/v1/sys/generate-root/update"
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """Which generation the command drives: a root token or a DR operation token."""
+
+    base: str
+    noun: str  # "root token", "DR operation token"
+    flag: str  # how to repeat the kind on the command line
+
+    @property
+    def attempt(self) -> str:
+        return f"{self.base}/attempt"
+
+    @property
+    def update(self) -> str:
+        return f"{self.base}/update"
+
+
+_ROOT = _Kind("/v1/sys/generate-root", "root token", "")
+_DR = _Kind(
+    "/v1/sys/replication/dr/secondary/generate-operation-token", "DR operation token", "-dr-token "
+)
 
 
 def generate_otp(length: int = DEFAULT_OTP_LENGTH) -> str:
@@ -96,7 +121,7 @@ def status_rows(status: dict[str, Any]) -> list[tuple[str, object]]:
     return rows
 
 
-def _print_status(ctx: Context, status: dict[str, Any] | None) -> int:
+def _print_status(ctx: Context, status: dict[str, Any] | None, kind: _Kind) -> int:
     status = status or {}
     if ctx.json:
         print_json(status, ctx.out)
@@ -104,15 +129,15 @@ def _print_status(ctx: Context, status: dict[str, Any] | None) -> int:
     if status.get("otp"):
         ctx.warn(
             "A One-Time-Password has been generated for you and is shown in the OTP "
-            "field. You will need this value to decode the resulting root token, so "
+            f"field. You will need this value to decode the resulting {kind.noun}, so "
             "keep it safe."
         )
     ctx.print(columns(status_rows(status)))
     return EXIT_OK
 
 
-def _status(ctx: Context) -> dict[str, Any]:
-    return ctx.call("getting root generation status", "GET", _ATTEMPT) or {}
+def _status(ctx: Context, kind: _Kind) -> dict[str, Any]:
+    return ctx.call(f"getting {kind.noun} generation status", "GET", kind.attempt) or {}
 
 
 def _decode(args: argparse.Namespace, ctx: Context) -> int:
@@ -125,26 +150,27 @@ def _decode(args: argparse.Namespace, ctx: Context) -> int:
     try:
         token = decode_token(encoded, otp)
     except ValueError as exc:
-        raise CliError(f"Error decoding root token: {exc}") from None
+        noun = _DR.noun if args.dr_token else _ROOT.noun
+        raise CliError(f"Error decoding {noun}: {exc}") from None
     ctx.print(token)
     return EXIT_OK
 
 
-def _provide(args: argparse.Namespace, ctx: Context) -> int:
+def _provide(args: argparse.Namespace, ctx: Context, kind: _Kind) -> int:
     nonce: str | None = args.nonce
     if not nonce:
-        status = _status(ctx)
+        status = _status(ctx, kind)
         if not status.get("started"):
             raise CliError(
-                "Error: no root generation is in progress; start one with "
-                '"coffer operator generate-root -init"'
+                f"Error: no {kind.noun} generation is in progress; start one with "
+                f'"coffer operator generate-root {kind.flag}-init"'
             )
         nonce = str(status.get("nonce", ""))
     key = ctx.secret_argument(
         args.key, "Unseal Key (will be hidden): ", "unseal key", f"Operation nonce: {nonce}"
     )
-    response = ctx.call("posting unseal key", "PUT", _UPDATE, {"key": key, "nonce": nonce})
-    return _print_status(ctx, response)
+    response = ctx.call("posting unseal key", "PUT", kind.update, {"key": key, "nonce": nonce})
+    return _print_status(ctx, response, kind)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -154,21 +180,24 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("Error: KEY is only used when providing a key share")
     if args.decode is not None:
         return _decode(args, ctx)
+    kind = _DR if args.dr_token else _ROOT
     if args.generate_otp:
-        length = int(_status(ctx).get("otp_length") or DEFAULT_OTP_LENGTH)
+        length = int(_status(ctx, kind).get("otp_length") or DEFAULT_OTP_LENGTH)
         ctx.print(generate_otp(length))
         return EXIT_OK
     if args.init:
         body = {"otp": args.otp} if args.otp else {}
-        return _print_status(ctx, ctx.call("initializing root generation", "PUT", _ATTEMPT, body))
+        started = ctx.call(f"initializing {kind.noun} generation", "PUT", kind.attempt, body)
+        return _print_status(ctx, started, kind)
     if args.status:
-        return _print_status(ctx, _status(ctx))
+        return _print_status(ctx, _status(ctx, kind), kind)
     if args.cancel:
-        ctx.call("canceling root generation", "DELETE", _ATTEMPT)
+        ctx.call(f"canceling {kind.noun} generation", "DELETE", kind.attempt)
         if not ctx.json:
-            ctx.print("Success! Root token generation canceled (if it was started)")
+            noun = kind.noun[0].upper() + kind.noun[1:]
+            ctx.print(f"Success! {noun} generation canceled (if it was started)")
         return EXIT_OK
-    return _provide(args, ctx)
+    return _provide(args, ctx, kind)
 
 
 def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> None:
@@ -181,7 +210,9 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
             "Generate a new root token from a threshold of unseal key shares.\n\n"
             "  coffer operator generate-root -init                # prints OTP and nonce\n"
             "  coffer operator generate-root -nonce=NONCE [KEY]   # once per key share\n"
-            "  coffer operator generate-root -decode=ENCODED -otp=OTP"
+            "  coffer operator generate-root -decode=ENCODED -otp=OTP\n\n"
+            "With -dr-token, the same flow makes a DR operation token on a DR\n"
+            "secondary from a threshold of the primary's key shares."
         ),
     )
     parser.add_argument("key", nargs="?", metavar="KEY", help="unseal key share ('-' reads stdin)")
@@ -192,5 +223,6 @@ def register(subparsers: Subparsers, parents: list[argparse.ArgumentParser]) -> 
     add_switch(modes, "cancel", "cancel the current attempt")
     add_option(modes, "decode", metavar="ENCODED", help="decode an encoded token ('-' = stdin)")
     add_option(parser, "nonce", metavar="NONCE", help="nonce of the attempt to provide a key to")
-    add_option(parser, "otp", metavar="OTP", help="OTP for -decode")
+    add_option(parser, "otp", metavar="OTP", help="OTP for -decode (or to give -init)")
+    add_switch(parser, "dr-token", "generate a DR operation token (on a DR secondary) instead")
     parser.set_defaults(handler=run)

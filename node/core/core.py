@@ -21,13 +21,14 @@ from node.barrier.cache import DEFAULT_CACHE_SIZE
 from node.barrier.view import BarrierView
 from node.config.model import SealStanza
 from node.core.access import AccessControl
+from node.core.dr_operation import DrOperationTokens, ReplicationMode
 from node.core.lifecycle import Lifecycle, new_cluster_id
 from node.core.login import IdentityLink, LoginCompleter
 from node.core.mount_table import MountTable, delete_prefix
 from node.core.pipeline import Pipeline
 from node.core.replicated import ReplicatedWrites
 from node.core.state import SealStatus
-from node.core.system.keys import make_root_generation
+from node.core.system.keys import make_token_generation
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
 from node.logical.request import Request
@@ -139,14 +140,17 @@ class Core:
             physical, self.barrier, self.router, self.namespaces, lambda: self.http_client
         )
         self.replication.forwarded_handler = self._handle_forwarded
-        self.replication.operation_token_check = self._is_root_token
         self.replication.seal_self = self.seal
         self.audit = AuditTable(BarrierView(self.barrier, ""), self._identity_policies)
         self.metrics = Metrics()
         cache = self.barrier.cache
         self.metrics.watch_cache(lambda: (cache.hits, cache.misses, len(cache)))
         self.pipeline = Pipeline(self)
-        self.root_generation = make_root_generation(self)
+        self.token_generation = make_token_generation(self)
+        #: Seam until node/replication lands: the cluster's mode per replication kind.
+        #: The DR operation-token feature's view of the replication state (``dr_operation``).
+        self.replication_mode: ReplicationMode = self.replication.mode_of
+        self.dr_operation_tokens = DrOperationTokens(self)
         self.cluster_name = ""
         self.cluster_id = ""
         self.started_at = time.time()
@@ -336,11 +340,6 @@ class Core:
         if self.replication.is_dr_secondary and not DR_SECONDARY_PATHS.match(request.path):
             raise DRSecondaryError()
         return await self.pipeline.handle(request)
-
-    async def _is_root_token(self, token_id: str) -> bool:
-        """Until DR operation tokens exist: a live root token of this cluster's store."""
-        entry = await self.tokens.lookup(token_id)
-        return entry is not None and "root" in entry.policies
 
     async def restart_active_duties(self) -> None:
         """A replication role changed: the active node's duties follow the new role."""

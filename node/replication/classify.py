@@ -3,7 +3,8 @@
 Every physical key is in one class (Vault's data classes):
 
 * ``IGNORED`` — never sent: this cluster's Raft bookkeeping (``core/raft/``),
-  its replication state (``core/replication/``) and its own identity
+  its replication state (``core/replication/``), a DR secondary's own
+  operation tokens (``core/dr-operation-token/``) and its own identity
   (``core/cluster``).
 * ``LOCAL`` — DR secondaries only: tokens, accessors and their leases
   (``sys/token/`` but its ``roles/``), and the data of ``local=true`` mounts (cubbyhole included).
@@ -38,7 +39,8 @@ __all__ = [
 ]
 
 AUDIT_TABLE = "core/audit"
-_IGNORED_PREFIXES = ("core/raft/", "core/replication/")
+#: ``core/dr-operation-token/``: a DR secondary's own operation tokens (``node.core.dr_operation``).
+_IGNORED_PREFIXES = ("core/raft/", "core/replication/", "core/dr-operation-token/")
 _IGNORED_KEYS = frozenset({"core/cluster"})
 _TABLE_NAMES = ("core/mounts", "core/auth")
 _NAMESPACE_RECORDS = "sys/namespaces/"

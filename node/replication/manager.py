@@ -41,7 +41,6 @@ from sdk.certs import ClusterCA, RaftTLS, create_cluster_ca
 from sdk.errors import (
     CofferError,
     InvalidRequestError,
-    PermissionDeniedError,
     SealedError,
     StorageError,
 )
@@ -97,8 +96,6 @@ class Replication:
         self.transport: Transport | None = None
         #: Seals this node (set by the core): a standby of a new secondary does.
         self.seal_self: Callable[[], Awaitable[None]] | None = None
-        #: Whether a token is a DR operation token (set by the core).
-        self.operation_token_check: Callable[[str], Awaitable[bool]] | None = None
         #: Runs a request a performance secondary forwarded (set by the core).
         self.forwarded_handler: Callable[[Request], Awaitable[tuple[Response, int]]] | None = None
         self.states: dict[Kind, KindState] = {k: KindState(k) for k in Kind}
@@ -123,6 +120,10 @@ class Replication:
 
     def mode(self, kind: Kind) -> str:
         return self.states[kind].mode
+
+    def mode_of(self, kind: str) -> str:
+        """``mode`` by the kind's name ("dr", "performance"): ``Core.replication_mode``."""
+        return self.states[Kind(kind)].mode
 
     @property
     def is_dr_secondary(self) -> bool:
@@ -340,15 +341,6 @@ class Replication:
     #
     # Each returns warnings; the caller restarts the active node's duties, so the
     # listener, the client and lease expiry follow the new role.
-
-    async def check_operation_token(self, token: str) -> None:
-        """A DR operation token authorises promote, disable and update-primary of a DR
-        secondary. ``operation_token_check`` (the DR operation-token feature) decides;
-        until it is plugged in, a root token of this cluster's store (the primary's,
-        replicated here) is accepted."""
-        check = self.operation_token_check
-        if not token or check is None or not await check(token):
-            raise PermissionDeniedError("a valid dr_operation_token is required")
 
     async def promote(self, kind: Kind, primary_cluster_addr: str) -> list[str]:
         async with self._lock:

@@ -20,6 +20,8 @@ from chaos.process.firewall import iptables_available
 from chaos.process.verify import demote_deposed_reads, isolated_acks
 from tests.conftest import require
 
+pytestmark = pytest.mark.serial
+
 
 def _no_rules_left() -> bool:
     listed = subprocess.run(["iptables", "-w", "5", "-S", "INPUT"], capture_output=True, text=True)

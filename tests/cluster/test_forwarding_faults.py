@@ -25,7 +25,7 @@ from tests.cluster.servers import Cluster, Node, Reply, wait_until
 from tests.cluster.test_ha_partition import iptables_usable, partitioned
 from tests.conftest import require
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")

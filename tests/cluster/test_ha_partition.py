@@ -21,7 +21,7 @@ import pytest
 from tests.cluster.servers import Cluster, Node, Reply, wait_until
 from tests.conftest import require
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(180)]
 
 
 def _iptables(*args: str) -> subprocess.CompletedProcess[bytes]:

@@ -19,7 +19,7 @@ import pytest
 from harness.raft_cluster import Cluster, NodeProcess, running
 from harness.wait import wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(180)]
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from tests.cluster.test_ha_partition import iptables_usable, partitioned
 from tests.cluster.test_raft_backend_cluster import assert_all_present, stop_load
 from tests.conftest import require
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(300)]
 
 HOSTS = ["127.0.14.1", "127.0.14.2", "127.0.14.3"]
 

@@ -26,7 +26,7 @@ from harness.wait import wait_until
 from tests.cluster.test_ha_partition import iptables_usable, partitioned
 from tests.conftest import require
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(180)]
 
 HOSTS = ["127.0.13.1", "127.0.13.2", "127.0.13.3"]
 

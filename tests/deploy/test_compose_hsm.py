@@ -12,7 +12,7 @@ import pytest
 
 from deploy.clusterctl import NODES, ComposeCluster, http_request, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(900)]
 
 SERVING = (200, 429, 473)
 

@@ -12,7 +12,7 @@ import pytest
 from chaos.compose.scenarios import RunSettings, run_scenario
 from deploy.clusterctl import NODES, ComposeCluster
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(1500)]
 
 
 def test_kill_active_under_load_loses_no_acknowledged_write(

@@ -9,7 +9,7 @@ import pytest
 
 from tests.deploy.conftest import COFFER_IMAGE, LB_IMAGE
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(1500)]
 
 
 def inspect(image: str) -> dict:

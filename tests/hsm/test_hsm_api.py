@@ -14,8 +14,10 @@ import pytest
 
 from node.core.auto_unseal import AutoUnsealer
 from node.core.core import Core
+from node.core.dr_operation import verify_dr_operation_token
 from node.physical.inmem import InmemBackend
 from node.seal.config import SealTypeMismatchError
+from node.seal.generate_root import decode_with_otp
 from sdk.errors import CofferError
 from tests.api.helpers import assert_error, call
 from tests.hsm.nodes import HsmNode, hsm_core, init, seal_status
@@ -129,6 +131,37 @@ async def test_generate_root_refuses_wrong_recovery_keys(node: HsmNode, softhsm:
         json_body={"key": foreign.recovery_keys_hex[1], "nonce": started["nonce"]},
     )
     assert_error(last, 400, "invalid recovery key")
+
+
+async def test_dr_operation_token_from_recovery_keys(node: HsmNode, softhsm: SoftHsm) -> None:
+    """Under an HSM seal the DR strategy checks recovery keys, exactly as generate-root."""
+    body = (await init(node, {"recovery_shares": 3, "recovery_threshold": 2})).body
+    node.core.replication_mode = lambda kind: "secondary" if kind == "dr" else "disabled"
+    base = "/v1/sys/replication/dr/secondary/generate-operation-token"
+    other = hsm_core(InmemBackend(), softhsm, softhsm.init_token())
+    foreign = await other.initialize(0, 0, 3, 2)
+    await other.close()
+
+    async def run(keys: list[str]) -> Any:
+        started = (await call(node.client, "PUT", f"{base}/attempt", json_body={})).body
+        assert started["required"] == 2
+        reply = None
+        for key in keys:
+            reply = await call(
+                node.client,
+                "PUT",
+                f"{base}/update",
+                json_body={"key": key, "nonce": started["nonce"]},
+            )
+        assert reply is not None
+        return started["otp"], reply
+
+    _, refused = await run(foreign.recovery_keys_hex[:2])
+    assert_error(refused, 400, "invalid recovery key")
+    otp, done = await run([body["recovery_keys"][1], body["recovery_keys"][2]])
+    assert done.status == 200 and done.body["complete"] is True, str(done)
+    token = decode_with_otp(done.body["encoded_token"], otp)
+    assert await verify_dr_operation_token(node.core, token, "sys/replication/dr/secondary/promote")
 
 
 async def test_dev_bootstrap_under_an_hsm(softhsm: SoftHsm) -> None:

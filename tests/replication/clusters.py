@@ -30,6 +30,8 @@ class Site(Cluster):
     def __init__(self, base: Path) -> None:
         super().__init__(base, 1)
         self.token = ""
+        #: A batch DR operation token, once a test made one.
+        self.dr_token = ""
 
     @property
     def node0(self) -> Node:

@@ -35,6 +35,24 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Site]]
         primary.ok("POST", "sys/auth/userpass", {"type": "userpass"})
         primary.ok("POST", "auth/userpass/users/ops", {"password": "pw", "policies": "admin"})
         primary.ok("POST", "secret/data/before", {"data": {"v": "written before enable"}})
+        # A batch DR operation token made ahead of time (docs/replication.md).
+        dr_ops = (
+            'path "sys/replication/dr/secondary/promote" { capabilities = ["update"] }\n'
+            'path "sys/replication/dr/secondary/update-primary" { capabilities = ["update"] }'
+        )
+        primary.ok("POST", "sys/policy/dr-ops", {"policy": dr_ops})
+        primary.ok(
+            "POST",
+            "auth/token/roles/failover",
+            {
+                "allowed_policies": "dr-ops",
+                "orphan": True,
+                "renewable": False,
+                "token_type": "batch",
+            },
+        )
+        created = primary.ok("POST", "auth/token/create/failover", {"ttl": "8h"}).json
+        primary.dr_token = created["auth"]["client_token"]
         primary.ok("POST", "sys/mounts/localkv", {"type": "kv", "local": True})
         primary.ok("POST", "localkv/app", {"v": "local to the primary"})
         primary.enable_primary("performance")
@@ -289,10 +307,10 @@ def test_a_local_mount_on_the_perf_secondary_stays_its_own(sites: dict[str, Site
 def test_failover_promote_the_dr_secondary_then_the_old_primary_rejoins_as_its_secondary(
     sites: dict[str, Site],
 ) -> None:
-    """Runs last: it changes every role. The primary's node is killed; the DR
-    secondary, promoted with an operation token (today: the primary's root
-    token, which it holds), serves the primary's secrets and tokens; the old
-    primary, restarted and demoted, follows the new primary without a wipe."""
+    """Runs late: it changes every role. The primary's node is killed; the DR
+    secondary, promoted with a batch DR operation token made on the primary,
+    serves the primary's secrets and tokens; the old primary, restarted and
+    demoted, follows the new primary without a wipe."""
     primary, dr = sites["primary"], sites["dr"]
     primary.ok("POST", "secret/data/final", {"data": {"v": "acknowledged before the loss"}})
 
@@ -307,7 +325,10 @@ def test_failover_promote_the_dr_secondary_then_the_old_primary_rejoins_as_its_s
     refused = dr.call("POST", "sys/replication/dr/secondary/promote", body, token="")
     assert refused.status == 403
     new_addr = f"127.0.0.1:{free_port()}"
+    # A root token is no DR operation token.
     body = {"dr_operation_token": primary.root_token, "primary_cluster_addr": new_addr}
+    assert dr.call("POST", "sys/replication/dr/secondary/promote", body, token="").status == 403
+    body = {"dr_operation_token": primary.dr_token, "primary_cluster_addr": new_addr}
     reply = dr.call("POST", "sys/replication/dr/secondary/promote", body, token="")
     assert reply.status == 200, reply.body
     wait_until(lambda: dr.node0.health() == 200, 30, "the promoted cluster to serve")
@@ -325,7 +346,7 @@ def test_failover_promote_the_dr_secondary_then_the_old_primary_rejoins_as_its_s
     assert primary.status("dr")["mode"] == "secondary"
 
     token = dr.secondary_token("dr", "old-primary")
-    body = {"token": token, "dr_operation_token": primary.root_token}
+    body = {"token": token, "dr_operation_token": primary.dr_token}
     reply = primary.call("POST", "sys/replication/dr/secondary/update-primary", body, token="")
     assert reply.status == 200, reply.body
     dr.ok("POST", "secret/data/after-failover", {"data": {"v": "from the new primary"}})

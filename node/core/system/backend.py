@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from node.audit.paths import AuditPaths
 from node.core.system.cors import CorsPaths
+from node.core.system.dr_token import DrTokenPaths
 from node.core.system.internal import InternalPaths
 from node.core.system.keys import KeyPaths
 from node.core.system.leases import LeasePaths
@@ -68,6 +69,7 @@ class SystemBackend(FrameworkBackend):
             StepDownPaths(core),
             ReplicationPaths(core),
             AuditPaths(core.audit),
+            DrTokenPaths(core),
         ]
         super().__init__([row for group in groups for row in group.paths()])
 

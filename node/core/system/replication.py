@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
+from node.core.dr_operation import require_dr_operation_token
 from node.framework import Field, FieldData, FieldType, Path
 from node.logical.request import Operation, Request
 from node.logical.response import Response
@@ -207,15 +208,16 @@ class ReplicationPaths:
     def _kind_of(request: Request) -> Kind:
         return Kind.DR if request.path.startswith("replication/dr/") else Kind.PERFORMANCE
 
-    async def _operation_token(self, kind: Kind, data: FieldData) -> None:
+    async def _operation_token(self, kind: Kind, request: Request, data: FieldData) -> None:
+        """A DR secondary's role changes take a DR operation token (``dr_operation``)."""
         if kind is Kind.DR:
-            await self._core.replication.check_operation_token(
-                str(data.get("dr_operation_token") or "")
+            await require_dr_operation_token(
+                self._core, data.get("dr_operation_token"), f"sys/{request.path}"
             )
 
     async def _promote(self, request: Request, data: FieldData) -> Response:
         kind = self._kind_of(request)
-        await self._operation_token(kind, data)
+        await self._operation_token(kind, request, data)
         warnings = await self._core.replication.promote(
             kind, str(data.get("primary_cluster_addr") or "")
         )
@@ -234,14 +236,14 @@ class ReplicationPaths:
 
     async def _disable_secondary(self, request: Request, data: FieldData) -> Response:
         kind = self._kind_of(request)
-        await self._operation_token(kind, data)
+        await self._operation_token(kind, request, data)
         warnings = await self._core.replication.disable(kind, "secondary")
         await self._core.restart_active_duties()
         return Response(warnings=warnings)
 
     async def _update_primary(self, request: Request, data: FieldData) -> Response:
         kind = self._kind_of(request)
-        await self._operation_token(kind, data)
+        await self._operation_token(kind, request, data)
         token = str(data.get("token") or "")
         if not token:
             raise InvalidRequestError("token is required")

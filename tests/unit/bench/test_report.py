@@ -76,19 +76,30 @@ def test_goals_compare_the_named_rows() -> None:
     records = [
         _record("coffer-raft3", "active", "kv2-write", 32, 600.0, section="cluster"),
         _record("etcd3", "leader", "kv2-write", 32, 1200.0, section="baselines"),
+        _record("coffer-raft3", "active", "kv2-write", 1, 130.0, section="cluster", p50_ms=6.0),
+        _record("etcd3", "leader", "kv2-write", 1, 300.0, section="baselines", p50_ms=3.0),
+        _record("coffer-raft5", "active", "kv2-write", 32, 500.0, section="five"),
+        _record("etcd5", "leader", "kv2-write", 32, 1000.0, section="five"),
         _record("coffer-inmem", "node", "kv2-read", 32, 3000.0),
         _record("etcd3", "leader", "kv2-read", 32, 2500.0, section="baselines"),
         _record("ceiling", "node", "kv2-read", 32, 5000.0, section="baselines"),
+        _record("coffer-file", "node", "kv2-write", 32, 1932.0),
         _record("coffer-inmem", "node", "kv2-read", 1, 1000.0, p99_ms=2.5),
-        _record("coffer-raft3", "active", "kv2-write", 1, 130.0, section="cluster"),
     ]
     rows = tables.goals(records).splitlines()[2:]
     assert rows[0].startswith("| 3-node KV v2 write") and "| 0.50 |" in rows[0]
     assert rows[0].endswith("| **no** |")
-    assert "| 1.20 |" in rows[1] and rows[1].endswith("| yes |")
-    assert "| 0.60 |" in rows[2] and rows[2].endswith("| yes |")
-    assert "2.50 ms" in rows[3] and rows[3].endswith("| **no** |")
-    assert rows[4].endswith("| yes |")
+    assert "| 2.00 |" in rows[1] and rows[1].endswith("| **no** |")  # p50 6 ms vs 3 ms
+    assert "| 0.50 |" in rows[2] and rows[2].endswith("| yes |")  # 5-node ratio = 3-node's
+    assert "| 1.20 |" in rows[3] and rows[3].endswith("| yes |")
+    assert "| 0.60 |" in rows[4] and rows[4].endswith("| yes |")
+    assert "| 6.00 |" in rows[5] and rows[5].endswith("| yes |")  # 1932 / 322
+    assert "| 2.50 |" in rows[6] and rows[6].endswith("| **no** |")
+
+
+def test_goals_without_a_measurement_say_so() -> None:
+    rows = tables.goals([]).splitlines()[2:]
+    assert len(rows) == 7 and all(row.endswith("| — |") for row in rows)
 
 
 def test_goals_ignore_before_and_after_rows() -> None:
@@ -100,7 +111,7 @@ def test_goals_ignore_before_and_after_rows() -> None:
         _record("etcd3", "leader", "kv2-read", 32, 3000.0, section="baselines"),
     ]
     rows = tables.goals(records).splitlines()[2:]
-    assert "| 1.00 |" in rows[1]
+    assert "| 1.00 |" in rows[3]
 
 
 def test_a_standard_run_dates_its_before_and_after_table() -> None:

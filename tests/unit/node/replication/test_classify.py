@@ -34,6 +34,7 @@ INDEX = MountIndex.build(
         ("core/raft/nodes/node1", DataClass.IGNORED, ""),
         ("core/replication/dr/state", DataClass.IGNORED, ""),
         ("core/cluster", DataClass.IGNORED, ""),
+        ("core/dr-operation-token/abc", DataClass.IGNORED, ""),
         ("core/keyring", DataClass.REPLICATED, ""),
         ("core/seal-config", DataClass.REPLICATED, ""),
         ("sys/token/id/abc", DataClass.LOCAL, ""),
