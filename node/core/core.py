@@ -147,7 +147,6 @@ class Core:
         self.metrics.watch_cache(lambda: (cache.hits, cache.misses, len(cache)))
         self.pipeline = Pipeline(self)
         self.token_generation = make_token_generation(self)
-        #: Seam until node/replication lands: the cluster's mode per replication kind.
         #: The DR operation-token feature's view of the replication state (``dr_operation``).
         self.replication_mode: ReplicationMode = self.replication.mode_of
         self.dr_operation_tokens = DrOperationTokens(self)
