@@ -165,7 +165,11 @@ class Pipeline:
         (``node.replication``), which answers once the write has come back.
         Logins stay local: their tokens are this cluster's own."""
         replication = self._core.replication
-        if request.path.startswith(("auth/", "sys/replication/")) or _local_mount(
+        try:
+            _, relative = self._core.namespaces.resolve(request.namespace, request.path)
+        except CofferError:
+            relative = request.path  # _handle answers it
+        if relative.startswith(("auth/", "sys/replication/")) or _local_mount(
             self._core, request
         ):
             return await self._handle(request, trail)
