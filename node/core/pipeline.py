@@ -169,9 +169,7 @@ class Pipeline:
             _, relative = self._core.namespaces.resolve(request.namespace, request.path)
         except CofferError:
             relative = request.path  # _handle answers it
-        if relative.startswith(("auth/", "sys/replication/")) or _local_mount(
-            self._core, request
-        ):
+        if relative.startswith(("auth/", "sys/replication/")) or _local_mount(self._core, request):
             return await self._handle(request, trail)
         with read_only(allowed=replication.writable_here) as scope:
             try:
