@@ -14,6 +14,7 @@ from api.keys import CORE, LIMITS
 from api.listener import SERVER_NAME, ListenerLimits
 from api.middleware import middlewares
 from api.outbound import AiohttpClient
+from api.replication_net import StreamTransport
 from api.routes_logical import logical_routes
 from api.routes_sys import sys_routes
 from api.ui import ui_routes
@@ -46,6 +47,7 @@ async def _forwarder(app: web.Application) -> AsyncIterator[None]:
     cluster = app[CORE].cluster
     if cluster is not None:
         cluster.http = forwarder
+        app[CORE].replication.transport = StreamTransport()  # replication runs on raft only
     try:
         yield
     finally:

@@ -3,6 +3,7 @@ leader, and the Raft join/bootstrap handshake; plus the raw-body snapshot restor
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,7 @@ from node.cluster.membership import answer_membership
 from node.core.health import NodeRole, parse_health_query
 from node.core.system.raft import SNAPSHOT_FIELD
 from node.logical.request import Operation, Request
+from node.replication.classify import Kind
 from node.version import VERSION
 from sdk.errors import (
     InvalidRequestError,
@@ -135,6 +137,9 @@ async def health(request: web.Request) -> web.StreamResponse:
                 "ha_connection_healthy": state.ha_healthy,
                 "last_request_forwarding_heartbeat_ms": int(state.leader_lost_for * 1000),
             }
+    replication = core.replication
+    if not core.sealed and replication.is_dr_secondary:
+        role = dataclasses.replace(role, dr_secondary=True)
     status = codes.status_for(role)
     if removed:
         raw = request.query.get("removedcode", str(_REMOVED_CODE)).strip()
@@ -151,8 +156,8 @@ async def health(request: web.Request) -> web.StreamResponse:
         "sealed": sealed,
         "standby": role.standby or role.performance_standby,
         "performance_standby": role.performance_standby,
-        "replication_performance_mode": "disabled",
-        "replication_dr_mode": "disabled",
+        "replication_performance_mode": replication.mode(Kind.PERFORMANCE),
+        "replication_dr_mode": replication.mode(Kind.DR),
         "server_time_utc": int(time.time()),
         "version": VERSION,
     }

@@ -209,6 +209,18 @@ class Barrier:
                 cache.remember_write(key, frame, value)
         return revision
 
+    # -- frames for cross-cluster replication -----------------------------------
+
+    def encrypt_entry(self, key: str, value: bytes) -> bytes:
+        """The stored frame of ``value`` at ``key`` without writing it: a replication
+        primary re-encrypts a filtered table, or a secondary's state, for a cluster
+        sharing this keyring (``node.replication``)."""
+        return self._encrypt(key, value)
+
+    def decrypt_entry(self, key: str, frame: bytes) -> bytes:
+        """The plaintext of a stored (not seal-wrapped) frame of ``key``."""
+        return self._decrypt(key, frame)
+
     # -- internals ------------------------------------------------------------
 
     def _keys(self) -> tuple[bytes, Keyring]:

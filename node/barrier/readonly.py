@@ -17,7 +17,7 @@ markers) writes below the barrier, through Raft, and is not in a scope.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,15 +33,18 @@ class ReadOnlyScope:
     """One read-only request: the first key whose write was refused, if any."""
 
     refused: str = ""
+    #: Keys that may still be written (a performance secondary's local data); None: none.
+    allowed: Callable[[str], bool] | None = None
 
 
 _SCOPE: ContextVar[ReadOnlyScope | None] = ContextVar("coffer_read_only", default=None)
 
 
 @contextmanager
-def read_only() -> Iterator[ReadOnlyScope]:
-    """Storage writes in this context (and tasks started from it) are refused."""
-    scope = ReadOnlyScope()
+def read_only(allowed: Callable[[str], bool] | None = None) -> Iterator[ReadOnlyScope]:
+    """Storage writes in this context (and tasks started from it) are refused,
+    except to keys ``allowed`` accepts."""
+    scope = ReadOnlyScope(allowed=allowed)
     token = _SCOPE.set(scope)
     try:
         yield scope
@@ -52,7 +55,7 @@ def read_only() -> Iterator[ReadOnlyScope]:
 def check_writable(key: str) -> None:
     """Raise :class:`ReadOnlyError` (and note ``key``) inside a read-only scope."""
     scope = _SCOPE.get()
-    if scope is not None:
+    if scope is not None and not (scope.allowed is not None and scope.allowed(key)):
         scope.refused = scope.refused or key
         raise ReadOnlyError()
 

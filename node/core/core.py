@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from node.barrier.cache import DEFAULT_CACHE_SIZE
 from node.barrier.view import BarrierView
 from node.config.model import SealStanza
 from node.core.access import AccessControl
-from node.core.dr_operation import DrOperationTokens, ReplicationMode, replication_disabled
+from node.core.dr_operation import DrOperationTokens, ReplicationMode
 from node.core.lifecycle import Lifecycle, new_cluster_id
 from node.core.login import IdentityLink, LoginCompleter
 from node.core.mount_table import MountTable, delete_prefix
@@ -37,6 +38,7 @@ from node.namespaces.store import NamespaceStore, validate_name
 from node.observability.metrics import Metrics
 from node.outbound import HttpClient
 from node.policy.store import PolicyStore
+from node.replication.manager import Replication
 from node.routing.router import Router
 from node.seal.base import AutoSeal
 from node.seal.factory import migration_source, open_seal
@@ -53,6 +55,16 @@ if TYPE_CHECKING:
 __all__ = ["VERSION", "Core", "CoreSettings", "InitOutput"]
 
 log = logging.getLogger("coffer.core")
+
+#: What a DR secondary serves (besides the sealed-safe routes of ``api/routes_sys.py``).
+DR_SECONDARY_PATHS = re.compile(r"^sys/(replication/.*|decode-token)$")
+
+
+class DRSecondaryError(CofferError):
+    status = 400
+
+    def __init__(self) -> None:
+        super().__init__("path disabled in replication DR secondary mode")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +135,20 @@ class Core:
         self.mounts = MountTable(self)
         #: Where writes applied by replication (Raft today) enter the core.
         self.replicated = ReplicatedWrites(self)
+        #: Cross-cluster replication (``node/replication``); its network is set by ``api``.
+        self.replication = Replication(
+            physical, self.barrier, self.router, self.namespaces, lambda: self.http_client
+        )
+        self.replication.forwarded_handler = self._handle_forwarded
+        self.replication.seal_self = self.seal
         self.audit = AuditTable(BarrierView(self.barrier, ""), self._identity_policies)
         self.metrics = Metrics()
         cache = self.barrier.cache
         self.metrics.watch_cache(lambda: (cache.hits, cache.misses, len(cache)))
         self.pipeline = Pipeline(self)
         self.token_generation = make_token_generation(self)
-        #: Seam until node/replication lands: the cluster's mode per replication kind.
-        self.replication_mode: ReplicationMode = replication_disabled
+        #: The DR operation-token feature's view of the replication state (``dr_operation``).
+        self.replication_mode: ReplicationMode = self.replication.mode_of
         self.dr_operation_tokens = DrOperationTokens(self)
         self.cluster_name = ""
         self.cluster_id = ""
@@ -218,6 +236,7 @@ class Core:
 
     async def seal(self) -> None:
         self._serving = False
+        await self.replication.stop_active()
         await self.expiration.stop()
         self._policy_stores.clear()
         self.access.clear()
@@ -241,9 +260,13 @@ class Core:
         """The cluster made this node active: it alone revokes expired leases."""
         with contextlib.suppress(CofferError):  # retried on the next activation
             await self.tokens.migrate_accessors()  # plaintext keys of older versions
-        await self.expiration.start()
+        if not self.replication.is_dr_secondary:  # a DR secondary's leases are the primary's
+            await self.expiration.start()
+        replica = self.cluster.replica if self.cluster is not None else None
+        await self.replication.start_active(replica.applied_index() if replica else 0)
 
     async def stop_active_duties(self) -> None:
+        await self.replication.stop_active()
         await self.expiration.stop()
 
     async def _post_unseal(self, serve: bool = True) -> None:
@@ -256,6 +279,8 @@ class Core:
             await BarrierView(self.barrier, "core/").put_json("cluster", cluster)
         self.cluster_name, self.cluster_id = cluster["name"], cluster["id"]
         await self.namespaces.load()
+        with contextlib.suppress(CofferError):
+            await self.replication.load()
         await self.mounts.load()
         await self.audit.reload()
         for namespace in self.namespaces.all():
@@ -311,7 +336,23 @@ class Core:
     # -- requests -----------------------------------------------------------------
 
     async def handle(self, request: Request) -> Response:
+        if self.replication.is_dr_secondary and not DR_SECONDARY_PATHS.match(request.path):
+            raise DRSecondaryError()
         return await self.pipeline.handle(request)
+
+    async def restart_active_duties(self) -> None:
+        """A replication role changed: the active node's duties follow the new role."""
+        if self.is_standby or self.sealed:
+            return
+        await self.stop_active_duties()
+        await self.start_active_duties()
+
+    async def _handle_forwarded(self, request: Request) -> tuple[Response, int]:
+        """A performance secondary's write (``node.replication``): the answer, and the
+        applied index it must wait for before it answers its client."""
+        response = await self.pipeline.handle_forwarded(request)
+        replica = self.cluster.replica if self.cluster is not None else None
+        return response, replica.applied_index() if replica is not None else 0
 
     async def _destroy_cubbyhole(self, entry: TokenEntry) -> None:
         """A revoked token's cubbyhole data goes, in every namespace it wrote to."""

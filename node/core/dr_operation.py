@@ -35,9 +35,9 @@ The one check the replication endpoints call::
 
 (or :func:`require_dr_operation_token`, which answers 400/403 itself), and
 :func:`require_dr_secondary` is the gate every DR-secondary-only endpoint
-shares. Until ``node/replication`` exists, :attr:`Core.replication_mode` (a
-callable ``kind -> mode``, default :func:`replication_disabled`) is the one
-seam through which these read the cluster's replication state.
+shares. :attr:`Core.replication_mode` (a callable ``kind -> mode``, bound to
+``Core.replication.mode_of``; :func:`replication_disabled` for tests without
+replication) is the one seam through which these read the replication state.
 """
 
 from __future__ import annotations

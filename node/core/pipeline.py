@@ -15,6 +15,7 @@ edge turns into a forward), as Vault answers ``ErrReadOnly``.
 from __future__ import annotations
 
 import ipaddress
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -104,6 +105,26 @@ def _address_in(address: str, cidrs: list[str]) -> bool:
     return any(ip in ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
 
 
+_MOUNT_CHANGE = re.compile(r"^sys/(?P<table>mounts|auth)/(?P<path>.+?)(?P<tune>/tune)?$")
+
+
+def _local_mount(core: Core, request: Request) -> bool:
+    """Enabling a ``local`` mount, or changing one that is local: on a performance
+    secondary such a mount is the secondary's own."""
+    found = _MOUNT_CHANGE.match(request.path)
+    if found is None:
+        return False
+    if request.data.get("local") is True:
+        return True
+    try:
+        namespace, _ = core.namespaces.resolve(request.namespace, "")
+    except CofferError:
+        return False
+    prefix = "auth/" if found["table"] == "auth" else ""
+    route = core.router.match(f"{namespace.path}{prefix}{found['path'].strip('/')}/")
+    return route is not None and route.mount.local and route.relative_path == ""
+
+
 class Pipeline:
     def __init__(self, core: Core) -> None:
         self._core = core
@@ -122,6 +143,8 @@ class Pipeline:
 
     async def _handle_here(self, request: Request, trail: Trail) -> Response:
         if not self._core.is_standby:
+            if self._core.replication.is_perf_secondary:
+                return await self._handle_on_perf_secondary(request, trail)
             return await self._handle(request, trail)
         with read_only() as scope:
             try:
@@ -135,6 +158,47 @@ class Pipeline:
         if scope.refused:
             raise PleaseForwardError()
         return response
+
+    async def _handle_on_perf_secondary(self, request: Request, trail: Trail) -> Response:
+        """Local data (tokens, local mounts) is written here; a request that writes
+        replicated data goes, authorised here, to the primary's active node
+        (``node.replication``), which answers once the write has come back.
+        Logins stay local: their tokens are this cluster's own."""
+        replication = self._core.replication
+        try:
+            _, relative = self._core.namespaces.resolve(request.namespace, request.path)
+        except CofferError:
+            relative = request.path  # _handle answers it
+        if relative.startswith(("auth/", "sys/replication/")) or _local_mount(self._core, request):
+            return await self._handle(request, trail)
+        with read_only(allowed=replication.writable_here) as scope:
+            try:
+                response = await self._handle(request, trail)
+            except Exception:
+                if not scope.refused:
+                    raise
+            else:
+                if not scope.refused:
+                    return response
+        return await replication.forward(request)
+
+    async def handle_forwarded(self, request: Request) -> Response:
+        """A request a performance secondary authorised (token, ACL) and forwarded over
+        its mutual-TLS link: routed and run here, without a token of this cluster."""
+        core = self._core
+        if core.sealed:
+            raise SealedError()
+        namespace, relative = core.namespaces.resolve(request.namespace, request.path)
+        route = core.router.match(namespace.path + relative)
+        if route is None or route.mount.namespace_id != namespace.id:
+            raise UnsupportedPathError(f"no handler for route {relative!r}; route entry not found")
+        operation = request.operation
+        if operation is Operation.UPDATE:
+            probe = _routed(request, route, namespace, operation, None, True)
+            if not await route.backend.exists(probe):
+                operation = Operation.CREATE
+        routed = _routed(request, route, namespace, operation, None, True)
+        return await route.backend.handle(routed) or Response()
 
     async def _handle(self, request: Request, trail: Trail) -> Response:
         core = self._core

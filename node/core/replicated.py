@@ -3,8 +3,9 @@
 A replica reports the barrier keys of every entry it applied (on the event
 loop) to :meth:`ReplicatedWrites.on_changes`. Today the Raft cluster does
 (``node.cluster.invalidation`` hands its subscription here); cross-cluster
-replication will route the writes it applies through the same method, so
-every replicated write reaches backends the same way.
+replication writes what it receives into the secondary's Raft log, so those
+writes arrive here too and reach backends the same way; on a primary, the
+same feed is what ``node.replication`` ships (``observe``).
 
 Cheap invalidations (the barrier's read cache, policies, a backend's
 ``invalidate(key)``) happen at once; reloads that read storage (namespaces,
@@ -94,6 +95,8 @@ class ReplicatedWrites:
             self._core.barrier.invalidate_all()
         else:
             self._core.barrier.invalidate(changes.keys)
+        # A replication primary ships what was applied (a no-op elsewhere).
+        self._core.replication.observe(changes)
         if self._task is None or self._core.sealed:
             return
         self._seen_index = max(self._seen_index, changes.index)

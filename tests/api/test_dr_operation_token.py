@@ -1,8 +1,9 @@
 """DR operation tokens: the generate-operation-token OTP flow, its gate, deletion,
 batch DR operation tokens made on the primary, and ``sys/decode-token``.
 
-The cluster's replication mode is set through the one seam the core offers until
-replication lands (``Core.replication_mode``); everything else is real HTTP.
+The cluster's replication mode is set per test through the seam these endpoints
+read (``Core.replication_mode``); everything else is real HTTP. Real DR
+secondaries: ``tests/replication/test_replication_e2e.py``.
 """
 
 from __future__ import annotations

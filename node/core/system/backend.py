@@ -22,6 +22,7 @@ from node.core.system.namespaces import NamespacePaths
 from node.core.system.policies import CapabilityPaths, PolicyPaths
 from node.core.system.raft import RaftPaths
 from node.core.system.rekey import RekeyPaths
+from node.core.system.replication import ReplicationPaths
 from node.core.system.step_down import StepDownPaths
 from node.core.system.telemetry import TelemetryPaths
 from node.core.system.ui_mounts import UiMountPaths
@@ -66,6 +67,7 @@ class SystemBackend(FrameworkBackend):
             CorsPaths(core),
             LeasePaths(core, namespace),
             StepDownPaths(core),
+            ReplicationPaths(core),
             AuditPaths(core.audit),
             DrTokenPaths(core),
         ]

@@ -1,0 +1,1 @@
+"""Cross-cluster replication: performance and DR secondaries above Raft (DESIGN.md)."""

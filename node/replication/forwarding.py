@@ -1,0 +1,96 @@
+"""Writes a performance secondary forwards to the primary's active node.
+
+The secondary has checked the client's token and ACL (the token is its own;
+the primary does not know it); the request goes over a mutual-TLS connection
+with the secondary's certificate, runs on the primary without a token, and
+the answer carries the primary's applied index. The secondary answers once its
+stream has applied that index, or after :data:`WAL_WAIT` with a warning (the
+reference's ``best_effort_wal_wait_duration``), so a client reads its own
+write there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from node.logical.request import Operation, Request
+from node.logical.response import Response
+from sdk.errors import CofferError
+
+__all__ = [
+    "WAL_WAIT",
+    "ForwardedError",
+    "request_from",
+    "request_to",
+    "response_from",
+    "response_to",
+]
+
+WAL_WAIT = 2.0
+
+
+class ForwardedError(CofferError):
+    """The primary's refusal of a forwarded request, with its status."""
+
+    def __init__(self, status: int, messages: list[str]) -> None:
+        super().__init__(*messages)
+        self.status = status
+
+
+def request_to(request: Request) -> dict[str, Any]:
+    return {
+        "operation": request.operation.value,
+        "path": request.path,
+        "namespace": request.namespace,
+        "data": dict(request.data),
+        "id": request.id,
+    }
+
+
+def request_from(raw: dict[str, Any]) -> Request:
+    data = raw.get("data")
+    return Request(
+        Operation(str(raw["operation"])),
+        str(raw["path"]),
+        data=data if isinstance(data, dict) else {},
+        id=str(raw.get("id", "")),
+        namespace=str(raw.get("namespace", "")),
+    )
+
+
+def response_to(response: Response, index: int) -> dict[str, Any]:
+    return {
+        "type": "forwarded",
+        "data": response.data,
+        "warnings": list(response.warnings),
+        "index": index,
+    }
+
+
+def error_to(error: CofferError) -> dict[str, Any]:
+    return {"type": "forwarded", "status": error.status, "errors": list(error.messages)}
+
+
+def response_from(raw: dict[str, Any]) -> tuple[Response, int]:
+    if "status" in raw:
+        raise ForwardedError(int(raw["status"]), [str(e) for e in raw.get("errors") or []])
+    data = raw.get("data")
+    return (
+        Response(
+            data=data if isinstance(data, dict) else None,
+            warnings=[str(w) for w in raw.get("warnings") or []],
+        ),
+        int(raw.get("index", 0)),
+    )
+
+
+async def wait_applied(current: Any, index: int, timeout: float = WAL_WAIT) -> bool:
+    """Poll ``current()`` (the last applied remote WAL) until it reaches ``index``."""
+    deadline = time.monotonic() + timeout
+    while current() < index:
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True

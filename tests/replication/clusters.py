@@ -1,0 +1,86 @@
+"""Three single-node clusters on loopback (a primary, a performance and a DR secondary).
+
+Each is a real ``coffer server`` on Raft launched through ``harness.cluster``;
+the helpers here are the operator's steps from docs/replication.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness import wait
+from harness.cluster import Cluster, Node
+from harness.ports import free_port
+from harness.rest import NO_ANSWER, Reply
+
+__all__ = ["Site", "wait_until"]
+
+_RETRY = (*NO_ANSWER, AssertionError, ValueError, KeyError, TypeError)
+
+
+def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
+    return wait.wait_until(check, timeout, what, every, retry_on=_RETRY)
+
+
+class Site(Cluster):
+    """One single-node cluster; ``token`` is whatever token works on it now."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(base, 1)
+        self.token = ""
+        #: A batch DR operation token, once a test made one.
+        self.dr_token = ""
+
+    @property
+    def node0(self) -> Node:
+        return self.nodes[0]
+
+    def start(self) -> Site:
+        self.bootstrap(shares=3, threshold=2)
+        self.token = self.root_token
+        return self
+
+    def call(self, method: str, path: str, body: Any = None, token: str | None = None) -> Reply:
+        return self.node0.request(
+            method, f"/v1/{path}", body, token=self.token if token is None else token
+        )
+
+    def ok(self, method: str, path: str, body: Any = None) -> Reply:
+        reply = self.call(method, path, body)
+        assert reply.status in (200, 204), f"{method} {path}: {reply.status} {reply.body[:400]!r}"
+        return reply
+
+    def status(self, kind: str) -> dict[str, Any]:
+        reply = self.call("GET", f"sys/replication/{kind}/status", token="")
+        assert reply.status == 200, reply.body
+        data: dict[str, Any] = reply.json["data"]
+        return data
+
+    def enable_primary(self, kind: str) -> str:
+        address = f"127.0.0.1:{free_port()}"
+        self.ok("POST", f"sys/replication/{kind}/primary/enable", {"primary_cluster_addr": address})
+        return address
+
+    def secondary_token(self, kind: str, secondary_id: str) -> str:
+        reply = self.ok(
+            "POST", f"sys/replication/{kind}/primary/secondary-token", {"id": secondary_id}
+        )
+        token: str = reply.json["wrap_info"]["token"]
+        return token
+
+    def become_secondary(self, kind: str, token: str, primary: Site) -> None:
+        """Enable, wait for the seal, unseal with the primary's keys, wait for the stream."""
+        reply = self.ok("POST", f"sys/replication/{kind}/secondary/enable", {"token": token})
+        assert reply.json["warnings"]
+        # seal-status says sealed once the seal starts; unseal only after it finished
+        wait_until(lambda: '"replication.sealed"' in self.node0.log_text(), 30, "the seal")
+        self.keys, self.threshold = primary.keys, primary.threshold
+        self.unseal(self.node0)
+        serving = 472 if kind == "dr" else 200  # a DR secondary's active node answers 472
+        wait_until(lambda: self.node0.health() == serving, 60, f"{kind} secondary active")
+        self.token = ""
+        wait_until(
+            lambda: self.status(kind)["state"] == "stream-wals", 60, f"{kind} secondary streaming"
+        )
