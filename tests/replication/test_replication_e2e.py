@@ -18,7 +18,7 @@ import pytest
 from harness.ports import free_port
 from tests.replication.clusters import Site, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 ADMIN = 'path "*" { capabilities = ["create", "read", "update", "delete", "list", "sudo"] }'
 

@@ -21,7 +21,7 @@ from harness.cluster import Cluster, Node
 from harness.ports import free_port
 from tests.replication.clusters import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 class Site(Cluster):
