@@ -142,17 +142,24 @@ class ComposeCluster:
     env: dict[str, str] = field(default_factory=dict)
     #: ``pkcs11``: the HSM variant (``compose.hsm.yaml``), auto-unsealing nodes.
     seal: str = "shamir"
+    #: The node services and the load balancer of this cluster; another compose file
+    #: (``compose.replication.yaml``) holds two clusters, each a ``site`` of its own
+    #: with its own network and key file.
+    nodes: tuple[str, ...] = NODES
+    lb: str = LB
+    site: str = ""
     _ports: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
 
     # -- docker ----------------------------------------------------------------------
 
     @property
     def keys_path(self) -> Path:
-        return self.state_dir / f"{self.project}.json"
+        name = f"{self.project}.{self.site}" if self.site else self.project
+        return self.state_dir / f"{name}.json"
 
     @property
     def network(self) -> str:
-        return f"{self.project}_coffer"
+        return f"{self.project}_{self.site or 'coffer'}"
 
     @property
     def hsm(self) -> bool:
@@ -179,7 +186,7 @@ class ComposeCluster:
         """``docker-compose`` on this project; ``hsm`` (default: the seal) adds the HSM file."""
         files = [self.compose_file]
         env = {**os.environ, **self.env}
-        if self.hsm if hsm is None else hsm:
+        if (self.hsm if hsm is None else hsm) and self.compose_file == COMPOSE_FILE:
             files.append(HSM_COMPOSE_FILE)
             env.update(self.hsm_pins(create=self.hsm))
         command = ["docker-compose", "-p", self.project]
@@ -233,11 +240,11 @@ class ComposeCluster:
 
     @property
     def lb_url(self) -> str:
-        return self.url(LB)
+        return self.url(self.lb)
 
     @property
     def stats_url(self) -> str:
-        return self.url(LB, 8404) + "/stats"
+        return self.url(self.lb, 8404) + "/stats"
 
     def start(self) -> None:
         self._ports.clear()
@@ -332,7 +339,9 @@ class ComposeCluster:
 
     def initialise(self) -> None:
         """Initialise node1 unless some node already is; write the key file."""
-        statuses = {s: wait_until(partial(self.seal_status, s), 120, f"{s} API") for s in NODES}
+        statuses = {
+            s: wait_until(partial(self.seal_status, s), 120, f"{s} API") for s in self.nodes
+        }
         if any(status.get("initialized") for status in statuses.values()):
             if not self.keys_path.exists():
                 raise ClusterError(
@@ -345,11 +354,12 @@ class ComposeCluster:
             body = {"recovery_shares": KEY_SHARES, "recovery_threshold": KEY_THRESHOLD}
         else:
             body = {"secret_shares": KEY_SHARES, "secret_threshold": KEY_THRESHOLD}
-        reply = self.node_request("node1", "PUT", "/v1/sys/init", body=body, timeout=60)
+        first = self.nodes[0]
+        reply = self.node_request(first, "PUT", "/v1/sys/init", body=body, timeout=60)
         if reply.status != 200:
             raise ClusterError(f"init failed: {reply.status} {reply.body[:500]!r}")
         self._save_keys(reply.doc)
-        log(f"initialised node1; keys written to {self.keys_path}")
+        log(f"initialised {first}; keys written to {self.keys_path}")
 
     def unseal(self, service: str, timeout: float = 120.0) -> None:
         """Unseal ``service`` with the stored keys (a pending joiner completes its join).
@@ -384,10 +394,12 @@ class ComposeCluster:
 
         wait_until(attempt, timeout, f"{service} to unseal", every=1.0)
 
-    def unseal_all(self, services: Iterable[str] = NODES, timeout: float = 120.0) -> list[str]:
+    def unseal_all(
+        self, services: Iterable[str] | None = None, timeout: float = 120.0
+    ) -> list[str]:
         """Unseal every sealed, running node; returns the ones that were sealed."""
         unsealed: list[str] = []
-        for service in services:
+        for service in self.nodes if services is None else services:
             try:
                 sealed = self.seal_status(service).get("sealed", True)
             except (OSError, ClusterError):
@@ -430,7 +442,7 @@ class ComposeCluster:
 
     def active_node(self, timeout: float = 1.0) -> str | None:
         """The node whose own ``sys/health`` says active, asked directly."""
-        for service in NODES:
+        for service in self.nodes:
             if self.health(service, timeout) == 200:
                 return service
         return None
@@ -443,11 +455,13 @@ class ComposeCluster:
             raise ClusterError(f"{service}: sys/leader answered {reply.status}")
         return doc
 
-    def wait_ready(self, timeout: float = 120.0, nodes: Iterable[str] = NODES) -> dict[str, Any]:
+    def wait_ready(
+        self, timeout: float = 120.0, nodes: Iterable[str] | None = None
+    ) -> dict[str, Any]:
         """The cluster is whole again: every node unsealed, a Raft voter, following the
         active node and caught up with it (applied what it had committed), and HAProxy
         sending writes to that active node."""
-        wanted = sorted(set(nodes))
+        wanted = sorted(set(self.nodes if nodes is None else nodes))
 
         def ready() -> dict[str, Any] | None:
             for service in wanted:
@@ -483,10 +497,11 @@ class ComposeCluster:
         log(f"starting compose project {self.project!r}")
         self.start()
         self.initialise()
-        wait_until(lambda: self.health("node1"), 60, "node1 to answer")
-        self.unseal("node1")
-        wait_until(lambda: self.health("node1") == 200, 60, "node1 to become active")
-        for service in NODES[1:]:
+        first = self.nodes[0]
+        wait_until(lambda: self.health(first), 60, f"{first} to answer")
+        self.unseal(first)
+        wait_until(lambda: self.health(first) == 200, 60, f"{first} to become active")
+        for service in self.nodes[1:]:
             self.unseal(service)
             log(f"{service} unsealed")
         return self.wait_ready()
@@ -498,8 +513,8 @@ class ComposeCluster:
             "reads -> active + performance standbys)",
             f"  active:     {ready['active']}",
         ]
-        for service in NODES:
-            lines.append(f"  {service}:      {self.url(service)}")
+        for service in self.nodes:
+            lines.append(f"  {service}:{' ' * max(1, 11 - len(service))}{self.url(service)}")
         lines += [
             f"  stats:      {self.stats_url}",
             f"  root token: {self.root_token}",
@@ -513,7 +528,7 @@ class ComposeCluster:
 
     def status(self) -> str:
         lines = [f"compose project {self.project!r}"]
-        for service in NODES:
+        for service in self.nodes:
             try:
                 running = self.container_state(service)
                 state = running.get("Status", "?")
@@ -574,7 +589,7 @@ class ComposeCluster:
         if not isinstance(doc, dict) or "unseal_keys_b64" not in doc or "root_token" not in doc:
             raise ClusterError(f"{keys} is not a clusterctl key file")
         self._write_keys({**doc, "project": self.project})
-        self.docker("restart", "--time", "20", *(self.container(s) for s in NODES))
+        self.docker("restart", "--time", "20", *(self.container(s) for s in self.nodes))
         self.unseal_all()
         self.wait_ready()
 
@@ -609,7 +624,15 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="with --force: the snapshot's cluster's key file; restart and unseal with it",
     )
+    parser.add_argument(
+        "--replication",
+        action="store_true",
+        help="deploy/compose.replication.yaml: a primary and a DR secondary site "
+        "(up, down, status)",
+    )
     args = parser.parse_args(argv)
+    if args.replication:
+        return _replication(args)
 
     cluster = ComposeCluster(project=args.project, seal=args.seal)
     try:
@@ -633,6 +656,34 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "snapshot-restore":
             cluster.snapshot_restore(args.file, force=args.force, keys=args.keys)
             log(f"restored {args.file}")
+    except (ClusterError, OSError, subprocess.CalledProcessError) as exc:
+        print(f"clusterctl: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _replication(args: argparse.Namespace) -> int:
+    """``--replication``: both sites of ``compose.replication.yaml`` (replication_pair.py)."""
+    from deploy.replication_pair import DEFAULT_PROJECT as PAIR_PROJECT
+    from deploy.replication_pair import ReplicationPair
+
+    if args.command not in ("up", "down", "status"):
+        print(f"clusterctl: --replication supports up, down and status, not {args.command}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    project = PAIR_PROJECT if args.project == DEFAULT_PROJECT else args.project
+    pair = ReplicationPair(project=project)
+    try:
+        if args.command == "up":
+            started = time.monotonic()
+            ready = pair.up(build=not args.no_build)
+            print(pair.summary(ready))
+            log(f"ready in {time.monotonic() - started:.0f}s")
+        elif args.command == "down":
+            pair.down()
+            log(f"removed compose project {project!r} (both sites, networks, volumes)")
+        else:
+            print(pair.status())
     except (ClusterError, OSError, subprocess.CalledProcessError) as exc:
         print(f"clusterctl: {exc}", file=sys.stderr)
         return 1

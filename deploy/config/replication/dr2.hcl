@@ -1,0 +1,28 @@
+# Node 2 of the dr site in deploy/compose.replication.yaml (mounted as
+# /etc/coffer/coffer.hcl). Same settings as deploy/config/node2.hcl, with the
+# site's own host names and cluster name; the replication listener's address is
+# given at enable time, not here (docs/replication.md, "Compose").
+listener "tcp" {
+  address     = "0.0.0.0:8200"
+  tls_disable = 1
+}
+
+storage "raft" {
+  path    = "/var/lib/coffer/raft"
+  node_id = "dr2"
+
+  retry_join {
+    leader_api_addr = "http://dr1:8200"
+  }
+  retry_join {
+    leader_api_addr = "http://dr2:8200"
+  }
+  retry_join {
+    leader_api_addr = "http://dr3:8200"
+  }
+}
+
+api_addr     = "http://dr2:8200"
+cluster_addr = "dr2:8201"
+cluster_name = "coffer-dr"
+log_level    = "info"
