@@ -9,6 +9,9 @@ ports unless it is already running); ``--down`` removes it afterwards. ``--recor
 docs/chaos.md`` writes the results table, with this command line, between the
 markers in that file. Exits 1 if any scenario lost an acknowledged write, saw a
 regression, did not get every node back, or (suite) missed a threshold.
+
+``dr-failover`` runs alone, against the two sites of ``deploy/compose.replication.yaml``
+(project ``coffer-repl-chaos``): :mod:`chaos.compose.dr_failover`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import sys
 from pathlib import Path
 
 from chaos.checker import Thresholds
+from chaos.compose.dr_failover import LAG_BOUND, dr_main
 from chaos.compose.scenarios import SCENARIOS, RunSettings, ScenarioResult, run_scenario
 from chaos.compose.suite import SUITE
 from chaos.record import provenance, replace_block
@@ -96,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m chaos.compose", description=__doc__)
     parser.add_argument(
-        "scenarios", nargs="+", choices=[*SCENARIOS, *SUITE, "all", "suite"], metavar="SCENARIO"
+        "scenarios",
+        nargs="+",
+        choices=[*SCENARIOS, *SUITE, "all", "suite", "dr-failover"],
+        metavar="SCENARIO",
     )
     parser.add_argument("-p", "--project", default=os.environ.get("COFFER_PROJECT", "coffer-chaos"))
     parser.add_argument("--up", action="store_true", help="build and start the cluster first")
@@ -125,7 +132,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=STATE_DIR / "chaos", help="where histories go (JSON lines)"
     )
+    parser.add_argument(
+        "--lag-bound", type=float, default=LAG_BOUND,
+        help="dr-failover: seconds before the kill within which a lost write is allowed",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if "dr-failover" in args.scenarios:
+        if args.scenarios != ["dr-failover"]:
+            parser.error("dr-failover runs alone (it needs deploy/compose.replication.yaml)")
+        return dr_main(args, argv)
     names = [
         name
         for arg in args.scenarios

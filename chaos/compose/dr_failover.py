@@ -27,7 +27,13 @@ held to the usual checker (no regression, no phantom).
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shlex
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -38,8 +44,9 @@ from typing import Any
 
 from chaos.checker import FINAL, CheckReport, History, Op, check
 from chaos.compose.workload import Client, Workload, WorkloadConfig
+from chaos.record import provenance, replace_block
 from deploy.clusterctl import ClusterError, wait_until
-from deploy.replication_pair import ReplicationPair
+from deploy.replication_pair import ReplicationPair, replication_port_env
 
 __all__ = [
     "LAG_BOUND",
@@ -389,3 +396,82 @@ def run_dr_failover(
 
 def _fields(config: WorkloadConfig) -> dict[str, Any]:
     return {name: getattr(config, name) for name in config.__dataclass_fields__}
+
+
+DR_START, DR_END = "<!-- dr-failover:start -->", "<!-- dr-failover:end -->"
+
+
+def dr_markdown(result: DrFailoverResult, command: str) -> str:
+    lag = result.lag
+    lag_text = (
+        f"p50 {lag['p50'] * 1000:.0f} ms, p99 {lag['p99'] * 1000:.0f} ms, "
+        f"max {lag['max'] * 1000:.0f} ms ({lag['samples']} markers)"
+        if lag.get("samples")
+        else "no samples"
+    )
+    serving = f"{result.serving_after:.1f} s" if result.serving_after is not None else "never"
+    return "\n".join(
+        [
+            DR_START,
+            f"Last run: {provenance()}.",
+            "",
+            "```sh",
+            *([f"{wrapper}   # runs:"] if (wrapper := os.environ.get("CHAOS_COMMAND")) else []),
+            command,
+            "```",
+            "",
+            "| acked writes | indeterminate | lost within the lag bound | lost before it | "
+            "lag bound | replication lag | primary last_wal / DR last_remote_wal | "
+            "kill -> promoted site serving | verdict |",
+            "|---|---|---|---|---|---|---|---|---|",
+            f"| {result.report.acknowledged} | {result.report.indeterminate} | "
+            f"{len(result.losses.recent)} | {len(result.losses.old)} | {result.lag_bound:g} s | "
+            f"{lag_text} | {result.primary_last_wal} / {result.dr_last_remote_wal} | "
+            f"{serving} | {'OK' if result.ok else 'FAILED'} |",
+            DR_END,
+        ]
+    )
+
+
+def dr_main(args: argparse.Namespace, argv: list[str]) -> int:
+    """``python -m chaos.compose dr-failover``: up (``--up``), run, record, down (``--down``)."""
+    project = args.project if args.project != "coffer-chaos" else "coffer-repl-chaos"
+    pair = ReplicationPair(project=project)
+    result: DrFailoverResult | None = None
+    try:
+        if args.up and not _running(pair):
+            pair.env = replication_port_env()
+            pair.primary.env = pair.dr.env = pair.env
+            ready = pair.up(build=not args.no_build)
+            print(pair.summary(ready), flush=True)
+        settings = DrSettings(
+            warmup=args.warmup * 3,
+            keys=max(args.keys, 16),
+            writers=args.writers,
+            readers=args.readers,
+            lag_bound=args.lag_bound,
+        )
+        print("\n>> dr-failover", flush=True)
+        result = run_dr_failover(pair, settings, args.out)
+        print(result.summary(), flush=True)
+    except (ClusterError, OSError, subprocess.CalledProcessError) as exc:
+        print(f"chaos: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if args.down:
+            pair.down()
+    if args.record:
+        command = "python -m chaos.compose " + shlex.join(argv)
+        replace_block(args.record, dr_markdown(result, command), DR_START, DR_END)
+        print(f"\nresult recorded in {args.record}")
+    if args.json:
+        args.json.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    return 0 if result.ok else 1
+
+
+def _running(pair: ReplicationPair) -> bool:
+    services = [*pair.primary.nodes, pair.primary.lb, *pair.dr.nodes, pair.dr.lb]
+    try:
+        return all(pair.primary.container_state(s).get("Running") for s in services)
+    except ClusterError:
+        return False
