@@ -77,7 +77,7 @@ COFFER_PROJECT ?= coffer
 COFFER_SEAL    ?= shamir
 CHAOS_ARGS     ?= all --up --down --record docs/chaos.md
 
-.PHONY: images cluster-up cluster-down chaos
+.PHONY: images cluster-up cluster-down chaos replication-up replication-down chaos-dr
 
 images: $(STAMP)
 	PYTHON=$(BIN)/python deploy/build-images.sh
@@ -90,3 +90,17 @@ cluster-down:
 
 chaos: $(STAMP)
 	CHAOS_COMMAND="make chaos" PYTHON=$(BIN)/python $(BIN)/python -m chaos.compose $(CHAOS_ARGS)
+
+# Two sites for cross-cluster replication (deploy/compose.replication.yaml, docs/replication.md
+# "Compose"): a primary and a DR secondary cluster, each behind its own HAProxy.
+REPLICATION_PROJECT ?= coffer-repl
+
+replication-up: $(STAMP)
+	PYTHON=$(BIN)/python $(BIN)/python deploy/clusterctl.py --replication -p $(REPLICATION_PROJECT) up
+
+replication-down:
+	$(PYTHON) deploy/clusterctl.py --replication -p $(REPLICATION_PROJECT) down
+
+chaos-dr: $(STAMP)
+	CHAOS_COMMAND="make chaos-dr" PYTHON=$(BIN)/python $(BIN)/python -m chaos.compose dr-failover \
+	  --up --down --record docs/chaos.md
