@@ -55,9 +55,10 @@ def images() -> None:
     _build_images()
 
 
-def _build_images(*flags: str) -> None:
-    """Run deploy/build-images.sh (cached layers make a repeat cheap); fail with its output."""
-    env = {**os.environ, "PYTHON": sys.executable}
+def _build_images(*flags: str, tags: dict[str, str] | None = None) -> None:
+    """Run deploy/build-images.sh (cached layers make a repeat cheap); fail with its output.
+    ``tags``: COFFER_IMAGE / COFFER_LB_IMAGE, to build under other names."""
+    env = {**os.environ, "PYTHON": sys.executable, **(tags or {})}
     done = subprocess.run(
         [str(ROOT / "deploy" / "build-images.sh"), *flags],
         capture_output=True,
@@ -83,6 +84,25 @@ def project_resources(project: str) -> dict[str, list[str]]:
         out = subprocess.run(command, capture_output=True, text=True, check=False).stdout
         found[kind] = out.split()
     return found
+
+
+#: The replication compose test's own image names (deploy/compose.replication.yaml), so
+#: that it never rebuilds the tags another run of the compose tests is using.
+REPLICATION_IMAGES = {
+    "COFFER_IMAGE": "coffer-repl:latest",
+    "COFFER_LB_IMAGE": "coffer-repl-haproxy:latest",
+}
+
+
+@pytest.fixture(scope="session")
+def replication_images() -> dict[str, str]:
+    require(docker_ready(), "docker, docker-compose and a running Docker daemon are required")
+    require(
+        base_image_present() or (shutil.which("debootstrap") is not None and os.geteuid() == 0),
+        "building the base image needs debootstrap and root",
+    )
+    _build_images(tags=REPLICATION_IMAGES)
+    return dict(REPLICATION_IMAGES)
 
 
 @pytest.fixture
