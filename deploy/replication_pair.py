@@ -105,7 +105,7 @@ class ReplicationPair:
 
     @staticmethod
     def replication_addr(site: str) -> str:
-        """A site's ``primary_cluster_addr``: its load balancer's alias on ``wan``."""
+        """A site's ``primary_cluster_addr``: its load balancer, seen from the other site."""
         return f"{site}-repl:{REPLICATION_PORT}"
 
     # -- life cycle ------------------------------------------------------------------
