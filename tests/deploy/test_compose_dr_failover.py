@@ -46,13 +46,18 @@ def test_losing_the_primary_site_loses_nothing_older_than_the_lag_bound(
         assert result.lag.get("samples", 0) > 0, "no replication lag was measured"
         assert result.serving_after is not None, "the promoted site never took a write"
 
-        # The promoted site is a DR primary, serving clients with the primary's token.
-        status = http_request("GET", pair.dr.lb_url + "/v1/sys/replication/dr/status")
+        # The promoted site is a DR primary, serving clients with the primary's token
+        # (through its active node: the read backend takes a node after two checks).
+        active = {"X-Vault-Forward": "active-node"}
+        status = http_request(
+            "GET", pair.dr.lb_url + "/v1/sys/replication/dr/status", headers=active
+        )
         assert status.status == 200 and status.doc["data"]["mode"] == "primary", status.body
         read = http_request(
             "GET",
             pair.dr.lb_url + "/v1/chaos/data/after-failover",
             token=pair.primary.root_token,
+            headers=active,
         )
         assert read.status == 200 and read.doc["data"]["data"] == {"v": 1}, read.body
     finally:
