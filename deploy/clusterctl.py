@@ -12,6 +12,9 @@ one SoftHSM2 token shared by the three nodes, made before they start; node1 is
 initialised with recovery keys (5 shares, threshold 3) and every node unseals itself,
 at start and after any ``docker restart``, so nothing here types a key.
 
+``--replication`` (``make replication-up`` / ``replication-down``) drives the two sites of
+``deploy/compose.replication.yaml`` instead: ``deploy/replication_pair.py``.
+
 Standard library only, so it runs with any Python 3.11: its HTTP client, waits and
 ports are the test harness's stdlib-only modules (``harness/``, next to ``deploy/``).
 ``chaos.compose`` imports :class:`ComposeCluster` from here.
