@@ -309,7 +309,20 @@ class FileBackend:
                 self._checkpoint()
 
     def _commit_batch(self, batch: builtins.list[_Commit]) -> None:
-        """Check and number each commit in order, log them with one fsync, apply, answer."""
+        """Commit ``batch`` and answer every caller, whatever happens."""
+        try:
+            self._write_batch(batch)
+        except Exception as exc:  # noqa: BLE001 - a bug must not leave callers waiting forever
+            self._failed = StorageError(
+                f"file storage writer failed ({type(exc).__name__}); "
+                "it refuses writes until restarted"
+            )
+            for commit in batch:
+                commit.error = self._failed
+        self._answer(batch)
+
+    def _write_batch(self, batch: builtins.list[_Commit]) -> None:
+        """Check and number each commit in order, log them with one fsync, apply them."""
         accepted: builtins.list[tuple[_Commit, builtins.list[Put | Delete]]] = []
         frames: builtins.list[bytes] = []
         # Revisions the batch's earlier commits give their keys (0: deleted), so a
@@ -337,11 +350,13 @@ class FileBackend:
                 for commit, writes in accepted:
                     for op in writes:
                         self._apply(op, commit.revision)
-                if self._wal_size >= self._checkpoint_bytes:
-                    self._checkpoint()
             except OSError as exc:
                 self._fail(exc, accepted)
-        self._answer(batch)
+        if self._failed is None and self._wal_size >= self._checkpoint_bytes:
+            try:
+                self._checkpoint()
+            except OSError as exc:  # the batch is durable; later writes are refused
+                self._fail(exc, [])
 
     def _prepare(self, commit: _Commit, pending: dict[str, int]) -> builtins.list[Put | Delete]:
         for op in commit.ops:

@@ -6,6 +6,7 @@ acknowledged writes."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from node.physical.file import FileBackend
-from sdk.errors import RevisionMismatchError
+from sdk.errors import RevisionMismatchError, StorageError
 from sdk.physical import Delete, Entry, Put
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -108,6 +109,36 @@ async def test_a_checkpoint_empties_the_log_and_keeps_every_write(tmp_path: Path
         for key, (value, revision) in written.items():
             assert await reopened.get(key) == Entry(key, value, revision)
         assert await reopened.put("newest", b"again") > deleted_at
+    finally:
+        await reopened.close()
+
+
+async def test_a_failed_log_fsync_fails_its_batch_and_stops_writes_until_reopen(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store"
+    store = FileBackend(path)
+    kept = await store.put("kept", b"k")
+    await store.close()
+
+    def failing(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    store = FileBackend(path, fsync=failing)
+    try:
+        with pytest.raises(StorageError, match="Input/output error"):
+            await store.put("lost", b"x")
+        with pytest.raises(StorageError, match="until restarted"):
+            await store.put("refused", b"y")
+        assert await store.get("refused") is None
+    finally:
+        await store.close()
+
+    reopened = FileBackend(path)
+    try:
+        assert await reopened.get("kept") == Entry("kept", b"k", kept)
+        assert await reopened.get("refused") is None
+        assert await reopened.put("again", b"z") > kept
     finally:
         await reopened.close()
 
