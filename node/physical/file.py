@@ -475,9 +475,12 @@ class FileBackend:
         if valid < len(data):
             os.ftruncate(self._wal_fd, valid)
             self._fsync(self._wal_fd)
-        for record in records:
+        final: dict[str, tuple[Put | Delete, int]] = {}
+        for record in records:  # only each key's last write decides its file
             for op in record.ops:
-                self._apply(op, record.revision)
+                final[op.key] = (op, record.revision)
+        for op, revision in final.values():
+            self._apply(op, revision)
         self._wal_size = valid
         return max((record.revision for record in records), default=0)
 
