@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.coffer_targets import CofferSingle, ServeFlags
 from bench.loadgen import run_load
+from bench.quiet import wait_for_quiet
 from bench.workloads import workload
 
 __all__ = ["main"]
@@ -57,13 +58,19 @@ def _stop_perf(proc: subprocess.Popen[str] | None) -> int | None:
 
 
 async def _measure(
-    target: CofferSingle, name: str, concurrency: int, seconds: float, warmup: float
+    target: CofferSingle,
+    name: str,
+    concurrency: int,
+    args: argparse.Namespace,
 ) -> dict[str, Any]:
+    seconds, warmup = args.seconds, args.warmup
     ep = target.endpoints("node")
     load = workload(target.kind, name)
     await load.setup(ep)
     op = load.make_op(ep)
     await run_load(op, concurrency=concurrency, seconds=warmup, warmup=0, pids=target.pids())
+    if args.quiet_timeout > 0:
+        await wait_for_quiet(target.pids(), args.quiet_threshold, args.quiet_timeout)
     perf = _perf(target.node.proc.pid if target.node.proc else 0)
     await asyncio.sleep(0.2)  # perf attaches before the window opens
     result = await run_load(
@@ -94,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--workloads", default="kv2-write,kv1-write")
     parser.add_argument("--concurrency", default="1,32")
+    parser.add_argument(
+        "--quiet-threshold", type=float, default=25.0, help="as bench.run: %% of a core"
+    )
+    parser.add_argument("--quiet-timeout", type=float, default=60.0)
     args = parser.parse_args(argv)
     import uvloop
 
@@ -103,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     with target:
         for name in args.workloads.split(","):
             for concurrency in (int(c) for c in args.concurrency.split(",")):
-                record = asyncio.run(_measure(target, name, concurrency, args.seconds, args.warmup))
+                record = asyncio.run(_measure(target, name, concurrency, args))
                 record["code"] = flags.label
                 print(json.dumps(record, sort_keys=True), flush=True)
     return 0
