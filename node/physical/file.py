@@ -108,7 +108,7 @@ def _filesystem_sync() -> Fsync:
 class _Commit:
     """One queued commit and where its answer goes."""
 
-    __slots__ = ("error", "future", "loop", "ops", "revision")
+    __slots__ = ("error", "future", "loop", "ops", "revision", "writes")
 
     def __init__(
         self, ops: Sequence[TxnOp], loop: asyncio.AbstractEventLoop, future: asyncio.Future[int]
@@ -117,6 +117,7 @@ class _Commit:
         self.loop = loop
         self.future = future
         self.revision = 0
+        self.writes: builtins.list[Put | Delete] = []
         self.error: BaseException | None = None
 
 
@@ -323,7 +324,7 @@ class FileBackend:
 
     def _write_batch(self, batch: builtins.list[_Commit]) -> None:
         """Check and number each commit in order, log them with one fsync, apply them."""
-        accepted: builtins.list[tuple[_Commit, builtins.list[Put | Delete]]] = []
+        accepted: builtins.list[_Commit] = []
         frames: builtins.list[bytes] = []
         # Revisions the batch's earlier commits give their keys (0: deleted), so a
         # later commit's checks see them before they reach the key files.
@@ -333,22 +334,21 @@ class FileBackend:
                 commit.error = self._failed
                 continue
             try:
-                writes = self._prepare(commit, pending)
+                frames.append(self._prepare(commit, pending))
             except (InvalidRequestError, RevisionMismatchError, StorageError) as exc:
                 commit.error = exc
                 continue
-            accepted.append((commit, writes))
-            if writes:
-                frames.append(wal.encode(commit.revision, writes))
-        if frames:
+            accepted.append(commit)
+        log = b"".join(frames)
+        if log:
             try:
-                self._append(b"".join(frames))
+                self._append(log)
             except OSError as exc:
                 self._fail(exc, accepted)
         if self._failed is None:
             try:
-                for commit, writes in accepted:
-                    for op in writes:
+                for commit in accepted:
+                    for op in commit.writes:
                         self._apply(op, commit.revision)
             except OSError as exc:
                 self._fail(exc, accepted)
@@ -358,9 +358,16 @@ class FileBackend:
             except OSError as exc:  # the batch is durable; later writes are refused
                 self._fail(exc, [])
 
-    def _prepare(self, commit: _Commit, pending: dict[str, int]) -> builtins.list[Put | Delete]:
+    def _prepare(self, commit: _Commit, pending: dict[str, int]) -> bytes:
+        """Validate and check ``commit``, give it the next revision; its log frame
+        (empty when it only checks)."""
         for op in commit.ops:
             validate_key(op.key)
+            if not op.key.isascii():
+                try:
+                    op.key.encode()
+                except UnicodeEncodeError:
+                    raise InvalidRequestError("invalid path: not valid UTF-8") from None
         for op in commit.ops:
             if op.expect is not None:
                 actual = pending[op.key] if op.key in pending else self._stored_revision(op.key)
@@ -369,9 +376,10 @@ class FileBackend:
         writes = [op for op in commit.ops if not isinstance(op, Check)]
         self._revision += 1
         commit.revision = self._revision
+        commit.writes = writes
         for op in writes:
             pending[op.key] = commit.revision if isinstance(op, Put) else 0
-        return writes
+        return wal.encode(commit.revision, writes) if writes else b""
 
     def _stored_revision(self, key: str) -> int:
         try:
@@ -388,15 +396,13 @@ class FileBackend:
         self._wal_size += len(frames)
         self._fsync(self._wal_fd)
 
-    def _fail(
-        self, exc: OSError, accepted: builtins.list[tuple[_Commit, builtins.list[Put | Delete]]]
-    ) -> None:
+    def _fail(self, exc: OSError, accepted: builtins.list[_Commit]) -> None:
         """After a failed log write or apply nothing more is written until a restart,
         whose replay of the log decides what was committed."""
         self._failed = StorageError(
             f"write failed: {exc.strerror or exc}; file storage refuses writes until restarted"
         )
-        for commit, _writes in accepted:
+        for commit in accepted:
             commit.error = self._failed
 
     def _answer(self, batch: builtins.list[_Commit]) -> None:

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from node.physical.file import FileBackend
-from sdk.errors import RevisionMismatchError, StorageError
+from sdk.errors import InvalidRequestError, RevisionMismatchError, StorageError
 from sdk.physical import Delete, Entry, Put
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -111,6 +111,19 @@ async def test_a_checkpoint_empties_the_log_and_keeps_every_write(tmp_path: Path
         assert await reopened.put("newest", b"again") > deleted_at
     finally:
         await reopened.close()
+
+
+async def test_a_bad_commit_fails_alone_and_the_writer_keeps_going(tmp_path: Path) -> None:
+    store = FileBackend(tmp_path / "store")
+    try:
+        with pytest.raises(InvalidRequestError):
+            await store.put("bad/\ud800", b"x")  # a lone surrogate has no UTF-8 form
+        with pytest.raises(InvalidRequestError):
+            await store.commit([Put("fine", b"1"), Put("a//b", b"2")])
+        revision = await store.put("fine", b"ok")
+        assert await store.get("fine") == Entry("fine", b"ok", revision)
+    finally:
+        await store.close()
 
 
 async def test_a_failed_log_fsync_fails_its_batch_and_stops_writes_until_reopen(
