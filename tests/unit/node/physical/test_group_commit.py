@@ -65,6 +65,17 @@ async def test_concurrent_writers_share_fsyncs_and_wait_for_them(tmp_path: Path)
         await store.close()
 
 
+async def test_the_highest_revision_of_a_key_is_the_value_it_keeps(tmp_path: Path) -> None:
+    store = FileBackend(tmp_path / "store")
+    try:
+        revisions = await asyncio.gather(*(store.put("same", b"%d" % i) for i in range(64)))
+        assert len(set(revisions)) == 64
+        last = max(range(64), key=lambda i: revisions[i])
+        assert await store.get("same") == Entry("same", b"%d" % last, revisions[last])
+    finally:
+        await store.close()
+
+
 async def test_checks_in_one_batch_see_the_writes_queued_before_them(tmp_path: Path) -> None:
     fsync = GatedFsync()
     store = FileBackend(tmp_path / "store", fsync=fsync)
