@@ -305,8 +305,8 @@ class FileBackend:
                 break
             if isinstance(item, _Commit):
                 self._commit_batch([item])
-        if self._failed is None and self._wal_fd >= 0:
-            with contextlib.suppress(OSError):
+        if self._failed is None and self._wal_size > 0:
+            with contextlib.suppress(OSError):  # the log still holds it all
                 self._checkpoint()
 
     def _commit_batch(self, batch: builtins.list[_Commit]) -> None:
@@ -400,7 +400,8 @@ class FileBackend:
         """After a failed log write or apply nothing more is written until a restart,
         whose replay of the log decides what was committed."""
         self._failed = StorageError(
-            f"write failed: {exc.strerror or exc}; file storage refuses writes until restarted"
+            f"write failed: {exc.strerror or type(exc).__name__}; "
+            "file storage refuses writes until restarted"
         )
         for commit in accepted:
             commit.error = self._failed
