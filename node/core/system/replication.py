@@ -7,7 +7,6 @@ in the reference; issuing a secondary token needs ``sudo``.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from typing import TYPE_CHECKING
@@ -39,7 +38,6 @@ _NEW_TO_OLD = {v: k for k, v in _OLD_MODES.items()}
 class ReplicationPaths:
     def __init__(self, core: Core) -> None:
         self._core = core
-        self._sealing: set[asyncio.Task[None]] = set()
 
     def paths(self) -> list[Path]:
         filter_fields = {
@@ -353,16 +351,13 @@ class ReplicationPaths:
             str(data.get("token")),
             str(data.get("primary_api_addr") or ""),
         )
-        # The primary's seal is stored now: seal, so the next unseal takes its keys.
+        # The primary's seal is stored now: seal, so the next unseal takes its keys. From
+        # here on the node is sealing: an unseal or seal-status read waits for it to end.
         core.lifecycle.forget_configs()
-        task = asyncio.create_task(self._seal_soon(), name="replication-seal")
-        self._sealing.add(task)
-        task.add_done_callback(self._sealing.discard)
+        await core.seal_soon(0.2, self._sealed)  # 0.2 s: let this answer leave first
         return Response(warnings=warnings)
 
-    async def _seal_soon(self) -> None:
-        await asyncio.sleep(0.2)  # let this answer leave first
-        await self._core.seal()
+    def _sealed(self) -> None:
         self._core.lifecycle.forget_configs()
         log.info("sealed to take the primary's keys", extra={"event": "replication.sealed"})
 
