@@ -25,14 +25,21 @@ from node.logical.response import Response
 from node.namespaces.store import NamespaceStore
 from node.outbound import HttpClient
 from node.replication import merkle
-from node.replication.classify import DataClass, Kind, MountIndex, PathsFilter, classify
+from node.replication.classify import (
+    PERF_MIRROR_KEY,
+    DataClass,
+    Kind,
+    MountIndex,
+    PathsFilter,
+    classify,
+)
 from node.replication.forwarding import request_to, response_from, wait_applied
 from node.replication.live import ClientStatus, Live, walk
 from node.replication.ports import Channel, Transport
 from node.replication.primary import serve_link, view_of
 from node.replication.secondary import fetch_bootstrap, my_view, run_secondary, secondary_tls
 from node.replication.state import Bundle, KindState, position_key, state_key
-from node.replication.wal import Wal, WalRing
+from node.replication.wal import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, Wal, WalRing
 from node.routing.router import Router
 from node.seal.config import SEAL_CONFIG_PATH
 from node.seal.shamir_seal import RECOVERY_CONFIG_PATH, RECOVERY_KEY_PATH, ROOT_KEY_PATH
@@ -103,6 +110,10 @@ class Replication:
         self._lock = asyncio.Lock()
         self._reloads: set[asyncio.Task[None]] = set()
         self._roots: dict[Kind, tuple[float, str]] = {}
+        #: The WAL ring's bounds (the config's ``replication`` stanza): how far behind
+        #: a secondary may fall and still resume rather than sync.
+        self.ring_capacity = DEFAULT_CAPACITY
+        self.ring_max_bytes = DEFAULT_MAX_BYTES
 
     # -- state --------------------------------------------------------------------------
 
@@ -115,8 +126,15 @@ class Replication:
             )
 
     async def _save(self, state: KindState) -> None:
-        await self.barrier.put(state_key(state.kind), jsoncodec.dumps(state.to_json()))
+        raw = jsoncodec.dumps(state.to_json())
+        await self.barrier.put(state_key(state.kind), raw)
         self.states[state.kind] = state
+        if state.kind is Kind.PERFORMANCE and not self.is_dr_secondary:
+            # The DR secondaries' copy (a DR secondary's own arrives by replication).
+            if state.mode == "primary":
+                await self.barrier.put(PERF_MIRROR_KEY, raw)
+            else:
+                await self.barrier.delete(PERF_MIRROR_KEY)
 
     def mode(self, kind: Kind) -> str:
         return self.states[kind].mode
@@ -211,7 +229,8 @@ class Replication:
         async with self._lock:
             state = self._primary(kind)
             known = state.secondaries.get(secondary_id)
-            if known is not None and not known.get("revoked"):
+            # (an id inherited by a promotion is issued again, for its update-primary)
+            if known is not None and not known.get("revoked") and not known.get("inherited"):
                 raise InvalidRequestError(f"a secondary with id {secondary_id!r} already exists")
             ca = ClusterCA(state.ca_cert.encode(), state.ca_key.encode())
             issued = ca.issue(secondary_id)
@@ -342,7 +361,11 @@ class Replication:
     # Each returns warnings; the caller restarts the active node's duties, so the
     # listener, the client and lease expiry follow the new role.
 
-    async def promote(self, kind: Kind, primary_cluster_addr: str) -> list[str]:
+    async def promote(
+        self, kind: Kind, primary_cluster_addr: str, perf_cluster_addr: str = ""
+    ) -> list[str]:
+        """A promoted DR secondary also takes over its old primary's performance role
+        (``perf_cluster_addr``: where to listen for it, default the old primary's)."""
         async with self._lock:
             state = self.states[kind]
             if state.mode != "secondary":
@@ -350,6 +373,8 @@ class Replication:
             if not primary_cluster_addr:
                 raise InvalidRequestError("primary_cluster_addr is required (HOST:PORT)")
             _check_addr(primary_cluster_addr)
+            if perf_cluster_addr:
+                _check_addr(perf_cluster_addr)
             ca = create_cluster_ca(f"coffer-replication-{kind.value}")
             await self._save(
                 KindState(
@@ -361,9 +386,35 @@ class Replication:
                     ca_key=ca.key_pem.decode(),
                 )
             )
+            warnings = [
+                f"This cluster is now the {kind.value} replication primary; other secondaries "
+                "need update-primary with a token from it."
+            ]
+            if kind is Kind.DR:
+                warnings += await self._take_over_performance(perf_cluster_addr)
+        return warnings
+
+    async def _take_over_performance(self, address: str) -> list[str]:
+        """Become the performance primary the old primary was (same CA, secondaries and
+        paths filters, from the copy it replicated here); under ``self._lock``."""
+        if self.states[Kind.PERFORMANCE].mode != "disabled":
+            return []
+        raw = await self.barrier.get(PERF_MIRROR_KEY)
+        if raw is None:
+            return []
+        old = KindState.from_json(jsoncodec.loads(raw.value))
+        if old.mode != "primary":
+            return []
+        old.primary_cluster_addr = address or old.primary_cluster_addr
+        for entry in old.secondaries.values():
+            if not entry.get("revoked"):
+                entry["inherited"] = True
+        await self._save(old)
+        names = sorted(k for k, v in old.secondaries.items() if v.get("inherited"))
         return [
-            f"This cluster is now the {kind.value} replication primary; other secondaries "
-            "need update-primary with a token from it."
+            "This cluster took over the old primary's performance primary role at "
+            f"{old.primary_cluster_addr}; its performance secondaries ({', '.join(names)}) "
+            "need update-primary with a secondary token for the same id from this cluster."
         ]
 
     async def demote(self, kind: Kind) -> list[str]:
@@ -438,7 +489,7 @@ class Replication:
         await self.stop_active()
         with contextlib.suppress(CofferError):
             await self.load()
-        live = Live(WalRing(applied))
+        live = Live(WalRing(applied, self.ring_capacity, self.ring_max_bytes))
         self._live = live
         live.tasks.append(asyncio.create_task(self._feed(live), name="replication-feed"))
         await self._start_listener()

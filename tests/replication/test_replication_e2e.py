@@ -360,7 +360,13 @@ def test_failover_promote_the_dr_secondary_then_the_old_primary_rejoins_as_its_s
     # A root token is no DR operation token.
     body = {"dr_operation_token": primary.root_token, "primary_cluster_addr": new_addr}
     assert dr.call("POST", "sys/replication/dr/secondary/promote", body, token="").status == 403
-    body = {"dr_operation_token": primary.dr_token, "primary_cluster_addr": new_addr}
+    # (the performance role it takes over listens on a port of its own: the old primary,
+    # restarted below on this host, keeps its performance address for perf1)
+    body = {
+        "dr_operation_token": primary.dr_token,
+        "primary_cluster_addr": new_addr,
+        "performance_primary_cluster_addr": f"127.0.0.1:{free_port()}",
+    }
     reply = dr.call("POST", "sys/replication/dr/secondary/promote", body, token="")
     assert reply.status == 200, reply.body
     wait_until(lambda: dr.node0.health() == 200, 30, "the promoted cluster to serve")

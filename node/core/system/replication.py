@@ -172,6 +172,11 @@ class ReplicationPaths:
                     "primary_cluster_addr": Field(
                         FieldType.STRING, "HOST:PORT secondaries will connect to."
                     ),
+                    "performance_primary_cluster_addr": Field(
+                        FieldType.STRING,
+                        "dr: HOST:PORT for the performance role taken over from the old "
+                        "primary (default: the old primary's).",
+                    ),
                     "force": Field(FieldType.BOOL, "Accepted; promotion never waits here."),
                 },
                 "Make this secondary the primary.",
@@ -217,7 +222,9 @@ class ReplicationPaths:
         kind = self._kind_of(request)
         await self._operation_token(kind, request, data)
         warnings = await self._core.replication.promote(
-            kind, str(data.get("primary_cluster_addr") or "")
+            kind,
+            str(data.get("primary_cluster_addr") or ""),
+            str(data.get("performance_primary_cluster_addr") or ""),
         )
         await self._core.restart_active_duties()
         return Response(warnings=warnings)
