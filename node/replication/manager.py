@@ -33,7 +33,13 @@ from node.replication.classify import (
     PathsFilter,
     classify,
 )
-from node.replication.forwarding import request_to, response_from, wait_applied
+from node.replication.forwarding import (
+    dynamic_filter_from,
+    request_to,
+    response_from,
+    wait_applied,
+)
+from node.replication.frames import FrameError
 from node.replication.live import ClientStatus, Live, walk
 from node.replication.ports import Channel, Transport
 from node.replication.primary import serve_link, view_of
@@ -72,6 +78,15 @@ _KEEP_ON_WIPE = ("core/raft/nodes/", "core/raft/sync/", "core/replication/")
 ACTIVATION_PREFIX = "cofr."
 _STATE_PREFIX = "core/replication/"
 _ROOT_TTL = 1.0
+
+
+class PrimaryUnreachableError(CofferError):
+    """A secondary could not get an answer from its primary."""
+
+    status = 503
+
+    def __init__(self) -> None:
+        super().__init__("this secondary cannot reach its primary; retry later")
 
 
 class Changes(Protocol):
@@ -293,6 +308,36 @@ class Replication:
             n.path for n in self.namespaces.all() if n.path and not paths_filter.keeps(n.path)
         )
         return {"dynamic_filtered_mounts": mounts, "dynamic_filtered_namespaces": namespaces}
+
+    async def secondary_dynamic_filter(self, secondary_id: str) -> dict[str, list[str]]:
+        """On a performance secondary: what its primary's paths filter excludes for it now,
+        asked of the primary (the excluded mounts are no longer stored here)."""
+        bundle = self.states[Kind.PERFORMANCE].bundle
+        if not self.is_perf_secondary or bundle is None:
+            raise InvalidRequestError("this cluster is not a performance secondary of a primary")
+        if secondary_id != bundle.secondary_id:
+            raise InvalidRequestError(f"this secondary's id is {bundle.secondary_id!r}")
+        if self.transport is None:
+            raise InvalidRequestError("replication is not available on this server")
+        try:
+            link = await self.transport.dial(
+                bundle.primary_cluster_addr, secondary_tls(bundle), 5.0
+            )
+            channel = Channel(link)
+            try:
+                await channel.send(
+                    {
+                        "type": "dynamic-filter",
+                        "kind": Kind.PERFORMANCE.value,
+                        "secondary_id": bundle.secondary_id,
+                    }
+                )
+                answer = await asyncio.wait_for(channel.receive(), 10.0)
+            finally:
+                await channel.close()
+            return dynamic_filter_from(answer)
+        except (OSError, TimeoutError, FrameError) as exc:
+            raise PrimaryUnreachableError() from exc
 
     def allowed(self, kind: Kind, secondary_id: str) -> bool:
         state = self.states[kind]

@@ -148,6 +148,11 @@ def test_a_paths_filter_removes_a_mount_and_removing_it_brings_it_back(
     assert got["data"] == {"mode": "deny", "paths": ["team/"]}
     dynamic = primary.ok("GET", "sys/replication/performance/primary/dynamic-filter/perf1").json
     assert dynamic["data"]["dynamic_filtered_mounts"] == ["team/"]
+    # The secondary asks its primary the same question (the mount is gone from it).
+    mine = perf.ok("GET", "sys/replication/performance/secondary/dynamic-filter/perf1").json
+    assert mine["data"] == dynamic["data"]
+    other = perf.call("GET", "sys/replication/performance/secondary/dynamic-filter/perf2")
+    assert other.status == 400 and "perf1" in other.body.decode()
     wait_until(lambda: "team/" not in perf.ok("GET", "sys/mounts").json["data"], 30, "team/ gone")
     primary.ok("POST", "secret/data/still", {"data": {"v": "unfiltered"}})
     wait_until(lambda: _read(perf, "secret/data/still") == {"v": "unfiltered"}, 30, "unfiltered")

@@ -125,6 +125,13 @@ class ReplicationPaths:
                 sudo=True,
             ),
             Path(
+                r"replication/performance/secondary/dynamic-filter/(?P<id>[^/]+)",
+                {Operation.READ: self._secondary_dynamic_filter},
+                {"id": Field(FieldType.STRING, "This secondary's own id.")},
+                "On a performance secondary: what the primary's paths filter excludes for it.",
+                sudo=True,
+            ),
+            Path(
                 f"replication/{_KIND}/secondary/enable",
                 {Operation.UPDATE: self._enable_secondary},
                 {
@@ -344,6 +351,10 @@ class ReplicationPaths:
 
     async def _dynamic_filter(self, request: Request, data: FieldData) -> Response:
         return Response(data=self._core.replication.dynamic_filter(str(data.get("id"))))
+
+    async def _secondary_dynamic_filter(self, request: Request, data: FieldData) -> Response:
+        filtered = await self._core.replication.secondary_dynamic_filter(str(data.get("id")))
+        return Response(data=filtered)
 
     async def _delete_filter(self, request: Request, data: FieldData) -> None:
         await self._core.replication.set_filter(str(data.get("id")), None)
