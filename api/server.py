@@ -139,6 +139,8 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             open_backend(config.storage.type, config.storage.options), core_settings(config)
         )
     core.metrics.retention = config.telemetry.prometheus_retention_time
+    core.replication.ring_capacity = config.replication.logshipper_buffer_length
+    core.replication.ring_max_bytes = config.replication.logshipper_buffer_size
     banner = ""
     if dev:
         banner = _dev_banner(config.listener.address, await core.dev_bootstrap(dev_root_token_id))

@@ -134,6 +134,13 @@ def _dev() -> list[Step]:
     ]
 
 
+def _file() -> list[Step]:
+    """One node on ``storage "file"``: the writes group commit is for."""
+    return [
+        Step("single", lambda: CofferSingle("file"), (("node", ("kv2-write", "kv1-write")),)),
+    ]
+
+
 def _nodes() -> list[Step]:
     """Write throughput and latency as the cluster grows: 1, 3 and 5 Raft nodes."""
     return [
@@ -147,6 +154,7 @@ SUITES: dict[str, Callable[[], list[Step]]] = {
     "dev": _dev,
     "perfpass": _perfpass,
     "nodes": _nodes,
+    "file": _file,
 }
 
 

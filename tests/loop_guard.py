@@ -25,7 +25,7 @@ ALLOWED: list[tuple[str, frozenset[str], str]] = [
     (
         "node/physical/file.py",
         frozenset({"__init__"}),
-        "FileBackend opens its directory, lock file and journal once, at startup",
+        "FileBackend opens its directory, lock file and write-ahead log once, at startup",
     ),
     (
         "api/ui/__init__.py",

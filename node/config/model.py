@@ -78,6 +78,20 @@ class SealStanza:
         return f"SealStanza(type={self.type!r}, options={shown!r})"
 
 
+#: Vault's defaults for the primary's in-memory WAL buffer (``replication`` stanza).
+DEFAULT_LOGSHIPPER_LENGTH = 16384
+DEFAULT_LOGSHIPPER_SIZE = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationConfig:
+    """The ``replication`` stanza: how many recent WALs (and bytes of them) a primary
+    keeps for secondaries to resume from; one that fell further behind syncs."""
+
+    logshipper_buffer_length: int = DEFAULT_LOGSHIPPER_LENGTH
+    logshipper_buffer_size: int = DEFAULT_LOGSHIPPER_SIZE
+
+
 @dataclass(frozen=True, slots=True)
 class TelemetryConfig:
     prometheus_retention_time: int = DEFAULT_PROMETHEUS_RETENTION
@@ -101,6 +115,7 @@ class ServerConfig:
     seal: SealStanza | None = None
     ui: bool = False
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    replication: ReplicationConfig = field(default_factory=ReplicationConfig)
     api_addr: str = ""
     cluster_addr: str = ""
     cluster_name: str = ""

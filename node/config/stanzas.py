@@ -16,10 +16,13 @@ from node.config.model import (
     DEFAULT_ADDRESS,
     DEFAULT_CACHE_SIZE,
     DEFAULT_LEASE_TTL,
+    DEFAULT_LOGSHIPPER_LENGTH,
+    DEFAULT_LOGSHIPPER_SIZE,
     DEFAULT_MAX_REQUEST_SIZE,
     DEFAULT_PROMETHEUS_RETENTION,
     DEFAULT_TLS_MIN_VERSION,
     ListenerConfig,
+    ReplicationConfig,
     SealStanza,
     StorageConfig,
     TelemetryConfig,
@@ -96,6 +99,7 @@ _SEAL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # The PIN may come from the environment, as in Vault, so only these are required here.
     "pkcs11": (_PKCS11_KEYS, ("lib", "key_label")),
 }
+_REPLICATION_KEYS = ("logshipper_buffer_length", "logshipper_buffer_size")
 _TELEMETRY_KEYS = (
     "prometheus_retention_time",
     "disable_hostname",
@@ -117,6 +121,7 @@ class FileConfig:
     storage: StorageConfig | None = None
     seal: SealStanza | None = None
     telemetry: TelemetryConfig | None = None
+    replication: ReplicationConfig | None = None
     ui: bool | None = None
     api_addr: str | None = None
     cluster_addr: str | None = None
@@ -305,6 +310,27 @@ def _telemetry(value: Any, root: Where) -> TelemetryConfig:
     )
 
 
+def _replication(value: Any, root: Where) -> ReplicationConfig:
+    where = root.at("replication")
+    body = as_block(value, where)
+    check_keys(body, where, _REPLICATION_KEYS)
+    return ReplicationConfig(
+        logshipper_buffer_length=optional(
+            body, "logshipper_buffer_length", where, _positive, DEFAULT_LOGSHIPPER_LENGTH
+        ),
+        logshipper_buffer_size=optional(
+            body, "logshipper_buffer_size", where, _positive, DEFAULT_LOGSHIPPER_SIZE
+        ),
+    )
+
+
+def _positive(value: Any, where: Where) -> int:
+    number = as_int(value, where)
+    if number < 1:
+        raise where.error(f"must be at least 1, got {number}")
+    return number
+
+
 def _tags(value: Any, where: Where) -> tuple[str, ...]:
     """``["env:prod", "team:x"]``: DogStatsD tags added to every metric."""
     if not isinstance(value, list):
@@ -393,6 +419,7 @@ _STANZAS: dict[str, Callable[[Any, Where], object]] = {
     "storage": _storage,
     "seal": _seal,
     "telemetry": _telemetry,
+    "replication": _replication,
 }
 _SCALARS: dict[str, Callable[[Any, Where], object]] = {
     "ui": as_bool,

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from node.core.login import IdentityLink, LoginCompleter
 from node.core.mount_table import MountTable, delete_prefix
 from node.core.pipeline import Pipeline
 from node.core.replicated import ReplicatedWrites
+from node.core.seal_guard import SealGuard
 from node.core.state import SealStatus
 from node.core.system.keys import make_token_generation
 from node.core.wrapping import Wrapping
@@ -154,6 +156,8 @@ class Core:
         self.cluster_id = ""
         self.started_at = time.time()
         self._serving = False
+        #: Seal and unseal run one at a time; status reads wait for one in progress.
+        self.seal_guard = SealGuard()
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -210,23 +214,26 @@ class Core:
 
     async def unseal(self, key: str, migrate: bool = False) -> SealStatus:
         """``migrate``: the key is a share of the old seal of a seal migration."""
-        if await self.lifecycle.submit_share(key, migrate):
-            await self._post_unseal()
-        return await self.seal_status()
+        async with self.seal_guard.hold():
+            if await self.lifecycle.submit_share(key, migrate):
+                await self._post_unseal()
+            return await self._seal_status()
 
     async def unseal_with_stored_key(self) -> None:
         """Auto-unseal from the HSM (``node.core.auto_unseal`` retries it at start)."""
-        if await self.lifecycle.unseal_with_stored_key():
+        async with self.seal_guard.hold():
+            if not await self.lifecycle.unseal_with_stored_key():
+                return
             await self._post_unseal()
-            seal = self.lifecycle.auto_seal
-            if seal is not None and not self.is_standby:
-                with contextlib.suppress(CofferError):  # retried at the next unseal
-                    if await seal.rewrap_stored_keys():
-                        await self.barrier.rewrite_keyring()
-                        log.info(
-                            "stored keys re-encrypted with the current HSM key",
-                            extra={"event": "seal.rewrapped"},
-                        )
+        seal = self.lifecycle.auto_seal
+        if seal is not None and not self.is_standby:
+            with contextlib.suppress(CofferError):  # retried at the next unseal
+                if await seal.rewrap_stored_keys():
+                    await self.barrier.rewrite_keyring()
+                    log.info(
+                        "stored keys re-encrypted with the current HSM key",
+                        extra={"event": "seal.rewrapped"},
+                    )
 
     async def reset_unseal(self) -> SealStatus:
         if not await self.initialized():
@@ -235,6 +242,22 @@ class Core:
         return await self.seal_status()
 
     async def seal(self) -> None:
+        """Waits for an unseal in progress; status reads wait for this to finish."""
+        async with self.seal_guard.hold(bounded=False):
+            await self._seal_now()
+
+    async def seal_soon(self, delay: float, then: Callable[[], None] | None = None) -> None:
+        """Seal after ``delay`` (so the caller's answer leaves first), then run ``then``.
+        From this call on the node counts as sealing: unseals and status reads wait."""
+
+        async def action() -> None:
+            await self._seal_now()
+            if then is not None:
+                then()
+
+        await self.seal_guard.run_soon(delay, action)
+
+    async def _seal_now(self) -> None:
         self._serving = False
         await self.replication.stop_active()
         await self.expiration.stop()
@@ -295,6 +318,11 @@ class Core:
         log.info("unsealed", extra={"event": "core.unsealed"})
 
     async def seal_status(self) -> SealStatus:
+        """Never a half-sealed state: waits (bounded) for a seal or unseal in progress."""
+        await self.seal_guard.settled()
+        return await self._seal_status()
+
+    async def _seal_status(self) -> SealStatus:
         config = await self.lifecycle.seal_config()
         shares = await self.lifecycle.share_config_for_status() if config else None
         migration = await self.lifecycle.migration()

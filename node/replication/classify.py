@@ -40,6 +40,9 @@ __all__ = [
 
 AUDIT_TABLE = "core/audit"
 #: ``core/dr-operation-token/``: a DR secondary's own operation tokens (``node.core.dr_operation``).
+#: The primary's performance state, copied for its DR secondaries (never for performance
+#: ones: it holds the performance CA's key), so a promoted DR secondary takes over the role.
+PERF_MIRROR_KEY = "core/replication/mirror/performance"
 _IGNORED_PREFIXES = ("core/raft/", "core/replication/", "core/dr-operation-token/")
 _IGNORED_KEYS = frozenset({"core/cluster"})
 _TABLE_NAMES = ("core/mounts", "core/auth")
@@ -147,6 +150,8 @@ def _namespace_of(key: str) -> tuple[str, str] | None:
 
 def classify(key: str, index: MountIndex) -> Verdict:
     """The data class of ``key``, and the mount or namespace it belongs to."""
+    if key == PERF_MIRROR_KEY:
+        return Verdict(DataClass.LOCAL)  # to DR secondaries only
     if key in _IGNORED_KEYS or key.startswith(_IGNORED_PREFIXES):
         return Verdict(DataClass.IGNORED)
     if key.startswith("sys/token/") and not key.startswith(_TOKEN_ROLES):

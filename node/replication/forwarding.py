@@ -17,11 +17,13 @@ from typing import Any
 
 from node.logical.request import Operation, Request
 from node.logical.response import Response
+from node.replication.frames import FrameError
 from sdk.errors import CofferError
 
 __all__ = [
     "WAL_WAIT",
     "ForwardedError",
+    "dynamic_filter_from",
     "request_from",
     "request_to",
     "response_from",
@@ -94,3 +96,27 @@ async def wait_applied(current: Any, index: int, timeout: float = WAL_WAIT) -> b
             return False
         await asyncio.sleep(0.01)
     return True
+
+
+_FILTER_FIELDS = ("dynamic_filtered_mounts", "dynamic_filtered_namespaces")
+
+
+def dynamic_filter_from(raw: dict[str, Any]) -> dict[str, list[str]]:
+    """The primary's answer to a secondary's ``dynamic-filter`` question (or its refusal,
+    raised as :class:`ForwardedError`); anything else is a :class:`FrameError`."""
+    if raw.get("type") == "forwarded" and "status" in raw:
+        errors = raw.get("errors")
+        messages = [str(e) for e in errors] if isinstance(errors, list) else []
+        status = raw["status"]
+        if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status < 600:
+            raise FrameError("a refusal needs an HTTP error status")
+        raise ForwardedError(status, messages or ["the primary refused"])
+    if raw.get("type") != "dynamic-filter":
+        raise FrameError(f"unexpected frame {raw.get('type')!r}")
+    out: dict[str, list[str]] = {}
+    for name in _FILTER_FIELDS:
+        value = raw.get(name)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise FrameError(f"{name} must be a list of strings")
+        out[name] = list(value)
+    return out

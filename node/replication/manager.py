@@ -25,14 +25,27 @@ from node.logical.response import Response
 from node.namespaces.store import NamespaceStore
 from node.outbound import HttpClient
 from node.replication import merkle
-from node.replication.classify import DataClass, Kind, MountIndex, PathsFilter, classify
-from node.replication.forwarding import request_to, response_from, wait_applied
+from node.replication.classify import (
+    PERF_MIRROR_KEY,
+    DataClass,
+    Kind,
+    MountIndex,
+    PathsFilter,
+    classify,
+)
+from node.replication.forwarding import (
+    dynamic_filter_from,
+    request_to,
+    response_from,
+    wait_applied,
+)
+from node.replication.frames import FrameError
 from node.replication.live import ClientStatus, Live, walk
 from node.replication.ports import Channel, Transport
 from node.replication.primary import serve_link, view_of
 from node.replication.secondary import fetch_bootstrap, my_view, run_secondary, secondary_tls
 from node.replication.state import Bundle, KindState, position_key, state_key
-from node.replication.wal import Wal, WalRing
+from node.replication.wal import DEFAULT_CAPACITY, DEFAULT_MAX_BYTES, Wal, WalRing
 from node.routing.router import Router
 from node.seal.config import SEAL_CONFIG_PATH
 from node.seal.shamir_seal import RECOVERY_CONFIG_PATH, RECOVERY_KEY_PATH, ROOT_KEY_PATH
@@ -65,6 +78,15 @@ _KEEP_ON_WIPE = ("core/raft/nodes/", "core/raft/sync/", "core/replication/")
 ACTIVATION_PREFIX = "cofr."
 _STATE_PREFIX = "core/replication/"
 _ROOT_TTL = 1.0
+
+
+class PrimaryUnreachableError(CofferError):
+    """A secondary could not get an answer from its primary."""
+
+    status = 503
+
+    def __init__(self) -> None:
+        super().__init__("this secondary cannot reach its primary; retry later")
 
 
 class Changes(Protocol):
@@ -103,6 +125,10 @@ class Replication:
         self._lock = asyncio.Lock()
         self._reloads: set[asyncio.Task[None]] = set()
         self._roots: dict[Kind, tuple[float, str]] = {}
+        #: The WAL ring's bounds (the config's ``replication`` stanza): how far behind
+        #: a secondary may fall and still resume rather than sync.
+        self.ring_capacity = DEFAULT_CAPACITY
+        self.ring_max_bytes = DEFAULT_MAX_BYTES
 
     # -- state --------------------------------------------------------------------------
 
@@ -115,8 +141,15 @@ class Replication:
             )
 
     async def _save(self, state: KindState) -> None:
-        await self.barrier.put(state_key(state.kind), jsoncodec.dumps(state.to_json()))
+        raw = jsoncodec.dumps(state.to_json())
+        await self.barrier.put(state_key(state.kind), raw)
         self.states[state.kind] = state
+        if state.kind is Kind.PERFORMANCE and not self.is_dr_secondary:
+            # The DR secondaries' copy (a DR secondary's own arrives by replication).
+            if state.mode == "primary":
+                await self.barrier.put(PERF_MIRROR_KEY, raw)
+            else:
+                await self.barrier.delete(PERF_MIRROR_KEY)
 
     def mode(self, kind: Kind) -> str:
         return self.states[kind].mode
@@ -211,7 +244,8 @@ class Replication:
         async with self._lock:
             state = self._primary(kind)
             known = state.secondaries.get(secondary_id)
-            if known is not None and not known.get("revoked"):
+            # (an id inherited by a promotion is issued again, for its update-primary)
+            if known is not None and not known.get("revoked") and not known.get("inherited"):
                 raise InvalidRequestError(f"a secondary with id {secondary_id!r} already exists")
             ca = ClusterCA(state.ca_cert.encode(), state.ca_key.encode())
             issued = ca.issue(secondary_id)
@@ -274,6 +308,36 @@ class Replication:
             n.path for n in self.namespaces.all() if n.path and not paths_filter.keeps(n.path)
         )
         return {"dynamic_filtered_mounts": mounts, "dynamic_filtered_namespaces": namespaces}
+
+    async def secondary_dynamic_filter(self, secondary_id: str) -> dict[str, list[str]]:
+        """On a performance secondary: what its primary's paths filter excludes for it now,
+        asked of the primary (the excluded mounts are no longer stored here)."""
+        bundle = self.states[Kind.PERFORMANCE].bundle
+        if not self.is_perf_secondary or bundle is None:
+            raise InvalidRequestError("this cluster is not a performance secondary of a primary")
+        if secondary_id != bundle.secondary_id:
+            raise InvalidRequestError(f"this secondary's id is {bundle.secondary_id!r}")
+        if self.transport is None:
+            raise InvalidRequestError("replication is not available on this server")
+        try:
+            link = await self.transport.dial(
+                bundle.primary_cluster_addr, secondary_tls(bundle), 5.0
+            )
+            channel = Channel(link)
+            try:
+                await channel.send(
+                    {
+                        "type": "dynamic-filter",
+                        "kind": Kind.PERFORMANCE.value,
+                        "secondary_id": bundle.secondary_id,
+                    }
+                )
+                answer = await asyncio.wait_for(channel.receive(), 10.0)
+            finally:
+                await channel.close()
+            return dynamic_filter_from(answer)
+        except (OSError, TimeoutError, FrameError) as exc:
+            raise PrimaryUnreachableError() from exc
 
     def allowed(self, kind: Kind, secondary_id: str) -> bool:
         state = self.states[kind]
@@ -342,7 +406,11 @@ class Replication:
     # Each returns warnings; the caller restarts the active node's duties, so the
     # listener, the client and lease expiry follow the new role.
 
-    async def promote(self, kind: Kind, primary_cluster_addr: str) -> list[str]:
+    async def promote(
+        self, kind: Kind, primary_cluster_addr: str, perf_cluster_addr: str = ""
+    ) -> list[str]:
+        """A promoted DR secondary also takes over its old primary's performance role
+        (``perf_cluster_addr``: where to listen for it, default the old primary's)."""
         async with self._lock:
             state = self.states[kind]
             if state.mode != "secondary":
@@ -350,6 +418,8 @@ class Replication:
             if not primary_cluster_addr:
                 raise InvalidRequestError("primary_cluster_addr is required (HOST:PORT)")
             _check_addr(primary_cluster_addr)
+            if perf_cluster_addr:
+                _check_addr(perf_cluster_addr)
             ca = create_cluster_ca(f"coffer-replication-{kind.value}")
             await self._save(
                 KindState(
@@ -361,9 +431,35 @@ class Replication:
                     ca_key=ca.key_pem.decode(),
                 )
             )
+            warnings = [
+                f"This cluster is now the {kind.value} replication primary; other secondaries "
+                "need update-primary with a token from it."
+            ]
+            if kind is Kind.DR:
+                warnings += await self._take_over_performance(perf_cluster_addr)
+        return warnings
+
+    async def _take_over_performance(self, address: str) -> list[str]:
+        """Become the performance primary the old primary was (same CA, secondaries and
+        paths filters, from the copy it replicated here); under ``self._lock``."""
+        if self.states[Kind.PERFORMANCE].mode != "disabled":
+            return []
+        raw = await self.barrier.get(PERF_MIRROR_KEY)
+        if raw is None:
+            return []
+        old = KindState.from_json(jsoncodec.loads(raw.value))
+        if old.mode != "primary":
+            return []
+        old.primary_cluster_addr = address or old.primary_cluster_addr
+        for entry in old.secondaries.values():
+            if not entry.get("revoked"):
+                entry["inherited"] = True
+        await self._save(old)
+        names = sorted(k for k, v in old.secondaries.items() if v.get("inherited"))
         return [
-            f"This cluster is now the {kind.value} replication primary; other secondaries "
-            "need update-primary with a token from it."
+            "This cluster took over the old primary's performance primary role at "
+            f"{old.primary_cluster_addr}; its performance secondaries ({', '.join(names)}) "
+            "need update-primary with a secondary token for the same id from this cluster."
         ]
 
     async def demote(self, kind: Kind) -> list[str]:
@@ -438,7 +534,7 @@ class Replication:
         await self.stop_active()
         with contextlib.suppress(CofferError):
             await self.load()
-        live = Live(WalRing(applied))
+        live = Live(WalRing(applied, self.ring_capacity, self.ring_max_bytes))
         self._live = live
         live.tasks.append(asyncio.create_task(self._feed(live), name="replication-feed"))
         await self._start_listener()

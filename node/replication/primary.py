@@ -34,7 +34,7 @@ from node.replication.ports import Channel, Link, expect_type
 from node.replication.state import Bundle, KindState
 from node.replication.wal import Wal
 from sdk import jsoncodec
-from sdk.errors import CofferError
+from sdk.errors import CofferError, InvalidRequestError
 
 if TYPE_CHECKING:
     from node.replication.manager import Replication
@@ -52,7 +52,7 @@ async def serve_link(repl: Replication, live: Live, link: Link) -> None:
     record: SecondaryLink | None = None
     try:
         hello = await asyncio.wait_for(channel.receive(), 10.0)
-        expect_type(hello, "hello", "forward")
+        expect_type(hello, "hello", "forward", "dynamic-filter")
         kind = Kind(str(hello.get("kind")))
         secondary_id = str(hello.get("secondary_id"))
         if secondary_id != link.peer_id or not repl.allowed(kind, secondary_id):
@@ -63,6 +63,9 @@ async def serve_link(repl: Replication, live: Live, link: Link) -> None:
             return
         if hello["type"] == "forward":
             await _forwarded(repl, channel, hello)
+            return
+        if hello["type"] == "dynamic-filter":
+            await _dynamic_filter(repl, channel, kind, secondary_id)
             return
         record = SecondaryLink(secondary_id, kind, last_heartbeat=time.time())
         live.links[f"{kind.value}/{secondary_id}"] = record
@@ -108,6 +111,19 @@ async def _forwarded(repl: Replication, channel: Channel, hello: dict[str, Any])
         await channel.send(error_to(error))
         return
     await channel.send(response_to(response, index))
+
+
+async def _dynamic_filter(
+    repl: Replication, channel: Channel, kind: Kind, secondary_id: str
+) -> None:
+    """What the asking secondary's filter excludes (its id is its certificate's)."""
+    try:
+        if kind is not Kind.PERFORMANCE:
+            raise InvalidRequestError("dynamic filters are for performance secondaries")
+        answer: dict[str, Any] = {"type": "dynamic-filter", **repl.dynamic_filter(secondary_id)}
+    except CofferError as error:
+        answer = error_to(error)
+    await channel.send(answer)
 
 
 async def _session(

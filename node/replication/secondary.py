@@ -229,6 +229,7 @@ async def _sync(
     status: ClientStatus,
 ) -> None:
     status.state = "merkle-diff"
+    resumed_from = status.last_remote_wal
     target = int(message["index"])
     tables = message.get("tables") or {}
     table_ops = [op for k, v in tables.items() if (op := await _incoming_op(repl, kind, k, v))]
@@ -257,3 +258,13 @@ async def _sync(
     status.last_remote_wal = target
     status.merkle_root = merkle.root(merkle.buckets(await my_view(repl, kind)))
     status.state = "stream-wals"
+    log.info(
+        "synced with the primary (merkle-diff, merkle-sync), streaming from here",
+        extra={
+            "event": "replication.synced",
+            "kind": kind.value,
+            "from_wal": resumed_from,
+            "to_wal": target,
+            "buckets": len(wanted),
+        },
+    )

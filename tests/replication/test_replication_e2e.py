@@ -148,6 +148,11 @@ def test_a_paths_filter_removes_a_mount_and_removing_it_brings_it_back(
     assert got["data"] == {"mode": "deny", "paths": ["team/"]}
     dynamic = primary.ok("GET", "sys/replication/performance/primary/dynamic-filter/perf1").json
     assert dynamic["data"]["dynamic_filtered_mounts"] == ["team/"]
+    # The secondary asks its primary the same question (the mount is gone from it).
+    mine = perf.ok("GET", "sys/replication/performance/secondary/dynamic-filter/perf1").json
+    assert mine["data"] == dynamic["data"]
+    other = perf.call("GET", "sys/replication/performance/secondary/dynamic-filter/perf2")
+    assert other.status == 400 and "perf1" in other.body.decode()
     wait_until(lambda: "team/" not in perf.ok("GET", "sys/mounts").json["data"], 30, "team/ gone")
     primary.ok("POST", "secret/data/still", {"data": {"v": "unfiltered"}})
     wait_until(lambda: _read(perf, "secret/data/still") == {"v": "unfiltered"}, 30, "unfiltered")
@@ -360,7 +365,13 @@ def test_failover_promote_the_dr_secondary_then_the_old_primary_rejoins_as_its_s
     # A root token is no DR operation token.
     body = {"dr_operation_token": primary.root_token, "primary_cluster_addr": new_addr}
     assert dr.call("POST", "sys/replication/dr/secondary/promote", body, token="").status == 403
-    body = {"dr_operation_token": primary.dr_token, "primary_cluster_addr": new_addr}
+    # (the performance role it takes over listens on a port of its own: the old primary,
+    # restarted below on this host, keeps its performance address for perf1)
+    body = {
+        "dr_operation_token": primary.dr_token,
+        "primary_cluster_addr": new_addr,
+        "performance_primary_cluster_addr": f"127.0.0.1:{free_port()}",
+    }
     reply = dr.call("POST", "sys/replication/dr/secondary/promote", body, token="")
     assert reply.status == 200, reply.body
     wait_until(lambda: dr.node0.health() == 200, 30, "the promoted cluster to serve")

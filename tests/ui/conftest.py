@@ -25,7 +25,9 @@ def page(chromium: Any) -> Iterator[Any]:
     """A page that fails the test on any JavaScript error or console error."""
     context = chromium.new_context(viewport=DESKTOP)
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    # A bound on waiting, not a speed check: the browser shares both cores with the
+    # parallel stage of `make test` (scripts/test_suite.py).
+    page.set_default_timeout(45_000)
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.on(

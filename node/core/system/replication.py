@@ -7,7 +7,6 @@ in the reference; issuing a secondary token needs ``sudo``.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from typing import TYPE_CHECKING
@@ -39,7 +38,6 @@ _NEW_TO_OLD = {v: k for k, v in _OLD_MODES.items()}
 class ReplicationPaths:
     def __init__(self, core: Core) -> None:
         self._core = core
-        self._sealing: set[asyncio.Task[None]] = set()
 
     def paths(self) -> list[Path]:
         filter_fields = {
@@ -127,6 +125,13 @@ class ReplicationPaths:
                 sudo=True,
             ),
             Path(
+                r"replication/performance/secondary/dynamic-filter/(?P<id>[^/]+)",
+                {Operation.READ: self._secondary_dynamic_filter},
+                {"id": Field(FieldType.STRING, "This secondary's own id.")},
+                "On a performance secondary: what the primary's paths filter excludes for it.",
+                sudo=True,
+            ),
+            Path(
                 f"replication/{_KIND}/secondary/enable",
                 {Operation.UPDATE: self._enable_secondary},
                 {
@@ -174,6 +179,11 @@ class ReplicationPaths:
                     "primary_cluster_addr": Field(
                         FieldType.STRING, "HOST:PORT secondaries will connect to."
                     ),
+                    "performance_primary_cluster_addr": Field(
+                        FieldType.STRING,
+                        "dr: HOST:PORT for the performance role taken over from the old "
+                        "primary (default: the old primary's).",
+                    ),
                     "force": Field(FieldType.BOOL, "Accepted; promotion never waits here."),
                 },
                 "Make this secondary the primary.",
@@ -219,7 +229,9 @@ class ReplicationPaths:
         kind = self._kind_of(request)
         await self._operation_token(kind, request, data)
         warnings = await self._core.replication.promote(
-            kind, str(data.get("primary_cluster_addr") or "")
+            kind,
+            str(data.get("primary_cluster_addr") or ""),
+            str(data.get("performance_primary_cluster_addr") or ""),
         )
         await self._core.restart_active_duties()
         return Response(warnings=warnings)
@@ -340,6 +352,10 @@ class ReplicationPaths:
     async def _dynamic_filter(self, request: Request, data: FieldData) -> Response:
         return Response(data=self._core.replication.dynamic_filter(str(data.get("id"))))
 
+    async def _secondary_dynamic_filter(self, request: Request, data: FieldData) -> Response:
+        filtered = await self._core.replication.secondary_dynamic_filter(str(data.get("id")))
+        return Response(data=filtered)
+
     async def _delete_filter(self, request: Request, data: FieldData) -> None:
         await self._core.replication.set_filter(str(data.get("id")), None)
 
@@ -353,16 +369,13 @@ class ReplicationPaths:
             str(data.get("token")),
             str(data.get("primary_api_addr") or ""),
         )
-        # The primary's seal is stored now: seal, so the next unseal takes its keys.
+        # The primary's seal is stored now: seal, so the next unseal takes its keys. From
+        # here on the node is sealing: an unseal or seal-status read waits for it to end.
         core.lifecycle.forget_configs()
-        task = asyncio.create_task(self._seal_soon(), name="replication-seal")
-        self._sealing.add(task)
-        task.add_done_callback(self._sealing.discard)
+        await core.seal_soon(0.2, self._sealed)  # 0.2 s: let this answer leave first
         return Response(warnings=warnings)
 
-    async def _seal_soon(self) -> None:
-        await asyncio.sleep(0.2)  # let this answer leave first
-        await self._core.seal()
+    def _sealed(self) -> None:
         self._core.lifecycle.forget_configs()
         log.info("sealed to take the primary's keys", extra={"event": "replication.sealed"})
 

@@ -11,6 +11,7 @@ import pytest
 from node.config import (
     ConfigError,
     ListenerConfig,
+    ReplicationConfig,
     SealStanza,
     ServerConfig,
     StorageConfig,
@@ -729,3 +730,23 @@ def test_empty_directory(tmp_path: Path) -> None:
 def test_no_paths() -> None:
     with pytest.raises(ConfigError, match="no configuration files"):
         load_config([])
+
+
+def test_replication_stanza_bounds_the_primarys_wal_buffer(tmp_path: Path) -> None:
+    text = "replication {\n  logshipper_buffer_length = 50\n  logshipper_buffer_size = 4096\n}\n"
+    config = load(tmp_path, PLAIN_LISTENER + INMEM + text)
+    assert config.replication == ReplicationConfig(50, 4096)
+    assert load(tmp_path, PLAIN_LISTENER + INMEM).replication == ReplicationConfig()
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ("logshipper_buffer_length = 0", "logshipper_buffer_length"),
+        ('logshipper_buffer_size = "lots"', "logshipper_buffer_size"),
+        ("resolver = 1", "resolver"),
+    ],
+)
+def test_bad_replication_stanza_names_the_key(tmp_path: Path, body: str, named: str) -> None:
+    message = refused(tmp_path, PLAIN_LISTENER + INMEM + f"replication {{\n  {body}\n}}\n")
+    assert named in message

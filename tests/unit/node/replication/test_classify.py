@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from node.replication.classify import (
+    PERF_MIRROR_KEY,
     DataClass,
     Kind,
     MountIndex,
@@ -123,3 +124,12 @@ def test_tables_lose_local_and_filtered_entries_and_merge_keeps_the_secondarys_o
 def test_filter_round_trips() -> None:
     found = PathsFilter("deny", ("a/", "b/"))
     assert PathsFilter.from_json(found.to_json()) == found
+
+
+def test_the_performance_state_copy_goes_to_dr_secondaries_only() -> None:
+    """It holds the performance CA's key: a DR promote takes the role over with it."""
+    verdict = classify(PERF_MIRROR_KEY, INDEX)
+    assert sends(verdict, Kind.DR, None)
+    assert not sends(verdict, Kind.PERFORMANCE, None)
+    assert not sends(verdict, Kind.PERFORMANCE, PathsFilter("deny", ("secret/",)))
+    assert classify("core/replication/performance/state", INDEX).cls is DataClass.IGNORED

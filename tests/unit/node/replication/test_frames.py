@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from node.replication.forwarding import ForwardedError, dynamic_filter_from
 from node.replication.frames import FrameDecoder, FrameError, b64, encode, unb64
 
 _messages = st.lists(
@@ -74,3 +75,57 @@ def test_base64_values_are_strict() -> None:
     for bad in ("not base64!", 3, None):
         with pytest.raises(FrameError):
             unb64(bad)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "type",
+                "status",
+                "errors",
+                "dynamic_filtered_mounts",
+                "dynamic_filtered_namespaces",
+            ]
+        ),
+        _JSON | st.sampled_from(["dynamic-filter", "forwarded"]),
+        max_size=5,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_a_dynamic_filter_answer_is_either_well_formed_or_refused(raw: dict[str, object]) -> None:
+    """The secondary's question to the primary: any answer is two string lists, the
+    primary's refusal (an HTTP error status), or a FrameError; never anything else."""
+    try:
+        parsed = dynamic_filter_from(raw)
+    except ForwardedError as refused:
+        assert 400 <= refused.status < 600
+        return
+    except FrameError:
+        return
+    assert set(parsed) == {"dynamic_filtered_mounts", "dynamic_filtered_namespaces"}
+    assert all(isinstance(v, str) for values in parsed.values() for v in values)
+
+
+def test_a_dynamic_filter_answer_reads_back() -> None:
+    raw = {
+        "type": "dynamic-filter",
+        "dynamic_filtered_mounts": ["team/"],
+        "dynamic_filtered_namespaces": [],
+    }
+    assert dynamic_filter_from(raw) == {
+        "dynamic_filtered_mounts": ["team/"],
+        "dynamic_filtered_namespaces": [],
+    }
+    with pytest.raises(ForwardedError) as refused:
+        dynamic_filter_from({"type": "forwarded", "status": 400, "errors": ["no secondary"]})
+    assert refused.value.status == 400
