@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import logging
 
 from cryptography import x509
 
@@ -48,6 +49,8 @@ __all__ = [
     "renew",
     "seal_node",
 ]
+
+log = logging.getLogger("coffer.cluster.tls")
 
 CA_PATH = "core/raft/tls/ca"
 NODE_PREFIX = "core/raft/tls/nodes/"
@@ -113,9 +116,9 @@ async def material_at_start(
     stored CA yet (initialised before it); the derived CA stands in.
     """
     ca_entry = await storage.get(CA_PATH)
-    if ca_entry is None:
+    ca = None if ca_entry is None else _stale_ca(key, ca_entry.value)
+    if ca is None:
         return None
-    ca = open_ca(key, ca_entry.value)
     entry = await storage.get(NODE_PREFIX + node_id)
     if entry is not None:
         with contextlib.suppress(StorageError):  # unreadable: issue a new one
@@ -138,19 +141,42 @@ async def issue_at_init(
 
 async def ensure_ca(storage: PhysicalBackend, key: bytes, legacy_secret: bytes) -> ClusterCA:
     """The stored CA; a cluster initialised before it stores the CA its nodes derive
-    from ``legacy_secret``, so their certificates stay trusted."""
+    from ``legacy_secret``, so their certificates stay trusted. A record sealed under
+    another root key (:func:`_stale_ca`) is replaced the same way."""
     entry = await storage.get(CA_PATH)
-    if entry is not None:
-        return open_ca(key, entry.value)
+    if entry is not None and (ca := _stale_ca(key, entry.value)) is not None:
+        return ca
     ca = derive_cluster_ca(legacy_secret)
     try:
-        await storage.commit([Put(CA_PATH, seal_ca(key, ca), expect=0)])
+        await storage.commit(
+            [Put(CA_PATH, seal_ca(key, ca), expect=entry.revision if entry else 0)]
+        )
     except RevisionMismatchError:
         entry = await storage.get(CA_PATH)  # another active node stored it first
         if entry is None:
             raise
         return open_ca(key, entry.value)
     return ca
+
+
+def _stale_ca(key: bytes, blob: bytes) -> ClusterCA | None:
+    """The CA in ``blob``, or None when it was sealed under another root key.
+
+    That happens to a cluster that became a replication secondary: it takes its
+    primary's root key, and its active node may have stored a CA under its own
+    key between the wipe and the seal. Such a record protects nothing (this
+    root key cannot have written it); the CA derived from this root key stands
+    in, as for a cluster initialised before CAs were stored, and every node of
+    the cluster derives the same one.
+    """
+    try:
+        return open_ca(key, blob)
+    except StorageError:
+        log.warning(
+            "the stored raft CA was sealed under another root key; using the derived CA",
+            extra={"event": "cluster.tls_stale_ca"},
+        )
+        return None
 
 
 async def renew(

@@ -152,6 +152,23 @@ async def test_a_cluster_from_before_the_stored_ca_adopts_the_ca_its_nodes_deriv
     assert await ensure_ca(storage, key, os.urandom(32)) == adopted  # stored once
 
 
+async def test_a_ca_sealed_under_another_root_key_gives_way_to_the_derived_one() -> None:
+    """A cluster that became a replication secondary runs on its primary's root key;
+    a CA its active node stored under its own key in the meantime cannot be opened,
+    so unsealing falls back to the CA derived from the new root key, and the active
+    node stores that one in its place."""
+    storage, secret = InmemBackend(), os.urandom(32)
+    old_key, new_key = raft_tls_key(os.urandom(32)), raft_tls_key(secret)
+    await issue_at_init(storage, old_key, "node-1", "10.0.0.1:8201")
+    assert await material_at_start(storage, new_key, "node-1", "10.0.0.1") is None
+    adopted = await ensure_ca(storage, new_key, secret)
+    assert x509.load_pem_x509_certificate(adopted.cert_pem).public_key() == (
+        x509.load_pem_x509_certificate(derive_cluster_ca(secret).cert_pem).public_key()
+    )
+    mine = await material_at_start(storage, new_key, "node-1", "10.0.0.1")
+    assert mine is not None and issued_by(mine.cert_pem, adopted.cert_pem)
+
+
 def test_a_challenge_keeps_the_material_issued_with_it_until_answered() -> None:
     challenges, nonce, newer = Challenges(), os.urandom(32), os.urandom(32)
     challenges.remember("node-2", nonce, "10.0.0.2")
