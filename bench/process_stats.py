@@ -14,6 +14,7 @@ __all__ = [
     "peak_rss_kib",
     "rss_kib",
     "sample",
+    "thread_cpu_seconds",
     "tree",
 ]
 
@@ -42,6 +43,29 @@ def cpu_seconds(pid: int) -> float:
     fields = raw[raw.rindex(")") + 2 :].split()
     utime, stime = int(fields[11]), int(fields[12])
     return (utime + stime) / _TICKS
+
+
+def thread_cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU time of a process's main thread (a server's event loop) and of all its
+    other threads together (the Raft thread, executors): what a second process for
+    the Raft replica could take off the loop's core."""
+    main = other = 0.0
+    try:
+        tids = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return 0.0, 0.0
+    for tid in tids:
+        try:
+            raw = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue  # the thread ended between the listing and the read
+        fields = raw[raw.rindex(")") + 2 :].split()
+        spent = (int(fields[11]) + int(fields[12])) / _TICKS
+        if tid == pid:
+            main = spent
+        else:
+            other += spent
+    return main, other
 
 
 def rss_kib(pid: int) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.coffer_targets import CofferCluster
 from bench.loadgen import run_load
-from bench.process_stats import cpu_seconds
+from bench.process_stats import cpu_seconds, thread_cpu_seconds
 from bench.profile_suite import RATE, _py_spy
 from bench.profiling import summarise_collapsed
 from bench.quiet import wait_for_quiet
@@ -43,12 +43,15 @@ async def _measure(
     pids = [n.proc.pid for n in nodes if n.proc is not None]
     await wait_for_quiet(target.pids(), 25.0, 30.0)
     edges: list[list[float]] = []
+    threads: list[tuple[float, float]] = []
 
     async def sampler() -> None:
         await asyncio.sleep(warmup)
         edges.append([cpu_seconds(pid) for pid in pids])
+        threads.append(thread_cpu_seconds(pids[0]))
         await asyncio.sleep(seconds)
         edges.append([cpu_seconds(pid) for pid in pids])
+        threads.append(thread_cpu_seconds(pids[0]))
 
     result, _ = await asyncio.gather(
         run_load(op, concurrency=concurrency, seconds=seconds, warmup=warmup, pids=pids),
@@ -62,6 +65,9 @@ async def _measure(
         "p50_ms": round(result.latency.p50_ms, 2),
         "errors": result.errors,
         "cpu_us_per_write": {"leader": per_write[0], "followers": per_write[1:]},
+        # The active node split: its event-loop (main) thread, and the rest (Raft).
+        "leader_loop_us": round(1e6 * (threads[1][0] - threads[0][0]) / ops),
+        "leader_other_threads_us": round(1e6 * (threads[1][1] - threads[0][1]) / ops),
         "cluster_us_per_write": sum(per_write),
         "other_cpu_pct": round(result.other_cpu_pct, 1),
     }

@@ -98,6 +98,8 @@ class RaftNode:
         self._strict = config.durability is Durability.STRICT
         self._stop = threading.Event()
         self._raw_status: dict[str, Any] = {}
+        #: Peers' addresses connected at the last status capture (every ``_STATUS_EVERY``).
+        self._connected: frozenset[str] = frozenset()
         self._last_sync = self._next_ping = self._next_status = 0.0
         self._last_applied = 0
         self._lease_until = 0.0
@@ -244,7 +246,12 @@ class RaftNode:
             transport.ping_peers()
             self._next_ping = now + self.config.ping_interval
         if now >= self._next_status:
-            self._raw_status = self._obj.getStatus()
+            raw = self._raw_status = self._obj.getStatus()
+            self._connected = frozenset(
+                key.removeprefix("partner_node_status_server_")
+                for key, value in raw.items()
+                if key.startswith("partner_node_status_server_") and value == 2
+            )
             self._next_status = now + _STATUS_EVERY
         # Our clock is read before the engine's, so the expiry errs early, never late.
         before = time.monotonic()
@@ -352,6 +359,11 @@ class RaftNode:
     def addresses(self) -> list[str]:
         """Every voter this node knows: itself and its peers."""
         return [self.config.cluster_addr, *sorted(node.id for node in self._obj.otherNodes)]
+
+    def connected_peers(self) -> frozenset[str]:
+        """Addresses of the peers connected at the last status capture: what
+        ``status()["connected"]`` says, without building the whole status."""
+        return self._connected
 
     def status(self) -> dict[str, Any]:
         raw = self._raw_status

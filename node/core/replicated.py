@@ -13,7 +13,10 @@ mount tables, keyring) run in order on one task. Mount tables and keys under
 a mount belong to the mount table (``node.core.mount_table``), the one owner
 of the mount lifecycle. :meth:`settled` lets a caller wait until everything
 applied so far has been processed, which is how a standby that relayed a
-write answers only once its own caches show it.
+write answers only once its own caches show it. An entry that needs no reload
+(every KV write) is counted processed at once when no reload is queued before
+it, without a trip through the queue and the task (issue 16: that trip was
+paid on every node for every write).
 
 The active node sees its own writes come back too, so every reload compares
 before it changes anything: an unchanged mount keeps its backend instance.
@@ -65,9 +68,12 @@ class ReplicatedWrites:
     def __init__(self, core: Core) -> None:
         self._core = core
         self._queue: asyncio.Queue[tuple[int, Job]] = asyncio.Queue()
+        #: Entries put in the queue and not yet processed by the task.
+        self._queued = 0
         self._done_index = 0
         self._seen_index = 0
-        self._progress = asyncio.Condition()
+        #: ``settled`` callers: (index asked for, future), woken as entries are done.
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._task: asyncio.Task[None] | None = None
 
     def start(self, applied: int) -> None:
@@ -84,6 +90,8 @@ class ReplicatedWrites:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self._queue = asyncio.Queue()
+        self._queued = 0
+        self._wake()
 
     # -- intake (event loop, from the replica's subscription) -----------------------
 
@@ -105,9 +113,14 @@ class ReplicatedWrites:
         for key in changes.keys:
             if (job := classify(key)) is not None:
                 jobs[job] = None
-        if not jobs:
-            self._queue.put_nowait((changes.index, ()))
-        for job in jobs:
+        if not jobs and not self._queued:
+            # Nothing queued before it: this entry is processed already.
+            self._done_index = max(self._done_index, changes.index)
+            if self._waiters:
+                self._wake()
+            return
+        for job in jobs or ((),):
+            self._queued += 1
             self._queue.put_nowait((changes.index, job))
 
     def _classify(self, key: str) -> Job | None:
@@ -136,10 +149,32 @@ class ReplicatedWrites:
             # The replica may count ``index`` as applied while its report is still
             # queued for the loop (posted from the Raft thread): let it run first.
             await asyncio.sleep(0)
-        async with asyncio.timeout(timeout), self._progress:
-            await self._progress.wait_for(
-                lambda: self._done_index >= min(index, self._seen_index) or self._task is None
-            )
+        if self._is_settled(index):
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter = (index, future)
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                await future
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    def _is_settled(self, index: int) -> bool:
+        return self._done_index >= min(index, self._seen_index) or self._task is None
+
+    def _wake(self) -> None:
+        """Complete the ``settled`` callers whose entries are all processed now."""
+        still: list[tuple[int, asyncio.Future[None]]] = []
+        for index, future in self._waiters:
+            if future.done():
+                continue
+            if self._is_settled(index):
+                future.set_result(None)
+            else:
+                still.append((index, future))
+        self._waiters = still
 
     # -- the reload task ---------------------------------------------------------------
 
@@ -151,9 +186,10 @@ class ReplicatedWrites:
                     await self._reload(job)
                 except Exception:  # a failed reload must not stop later ones
                     log.exception("cache reload failed", extra={"event": "cluster.reload_failed"})
-            async with self._progress:
-                self._done_index = max(self._done_index, index)
-                self._progress.notify_all()
+            self._queued -= 1
+            self._done_index = max(self._done_index, index)
+            if self._waiters:
+                self._wake()
 
     async def _reload(self, job: Job) -> None:
         core = self._core

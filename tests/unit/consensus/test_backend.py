@@ -67,6 +67,12 @@ async def test_revision_is_the_entry_index_and_status_reports_it(backend: RaftBa
     assert status["leader_id"] == "node-1"
     assert status["durability"] == "strict"
     assert status["peers"] == []
+    assert backend.link_view() == (
+        frozenset(),
+        status["address"],
+        backend.committed_index(),
+        status["applied_index"],
+    )
     assert backend.is_leader()
     assert [(s.node_id, s.leader, s.voter) for s in backend.configuration()] == [
         ("node-1", True, True)

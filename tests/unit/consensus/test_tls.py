@@ -77,6 +77,19 @@ async def test_nodes_with_certificates_from_the_cluster_ca_replicate(tmp_path: P
             assert await node.get("over-tls") is not None
             # TLS alone guards the link: no Fernet per message inside it.
             assert node._node._obj.encryptor is None
+        for node in nodes:
+            # The watcher's cheap view says what the full status says.
+            for _ in range(100):
+                connected, leader, commit, applied = node.link_view()
+                status = node.status()
+                if len(connected) == 2 and connected == {
+                    peer["address"] for peer in status["peers"] if peer["connected"]
+                }:
+                    break
+                await asyncio.sleep(0.05)
+            assert connected == {peer["address"] for peer in status["peers"]}
+            assert leader == status["leader"] == node.leader().address
+            assert commit >= revision and applied >= revision
 
 
 async def test_a_peer_with_a_foreign_certificate_cannot_connect_even_with_the_password(
@@ -107,6 +120,7 @@ async def test_a_peer_with_a_foreign_certificate_cannot_connect_even_with_the_pa
                 assert intruder.leader() is None
                 assert await intruder.list("") == []
                 assert not any(intruder.status()["connected"].values())
+                assert intruder.link_view()[:2] == (frozenset(), None)
             finally:
                 await intruder.close()
         assert any("TLS handshake failed" in r.getMessage() for r in caplog.records)

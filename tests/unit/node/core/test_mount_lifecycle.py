@@ -180,3 +180,23 @@ def test_table_owner_names_the_namespace_of_a_mount_table_key() -> None:
     assert MountTable.table_owner("namespaces/abc/core/auth") == "abc"
     for other in ("core/cluster", "logical/x/core/mounts", "namespaces/a/b/core/auth", "mounts"):
         assert MountTable.table_owner(other) is None, other
+
+
+async def test_an_entry_needing_no_reload_is_settled_only_after_the_reloads_before_it(
+    pair: Pair,
+) -> None:
+    await pair.active.mounts.enable(new_mount("rec/", TYPE))
+    mounts_changed, kv_written = pair.index + 1, pair.index + 2
+    pair.index = kv_written
+    replicated = pair.standby.replicated
+    replicated.on_changes(ChangeSet(mounts_changed, ("core/mounts",)))
+    replicated.on_changes(ChangeSet(kv_written, ("logical/some-kv-key",)))
+
+    # The KV entry needs no reload of its own, but the mount table's before it does.
+    await replicated.settled(kv_written, timeout=5)
+    assert recording_at(pair.standby, "rec/").calls == ["setup", "initialize"]
+
+    # With nothing queued, an entry needing no reload is settled at once.
+    pair.index += 1
+    replicated.on_changes(ChangeSet(pair.index, ("logical/another-key",)))
+    await replicated.settled(pair.index, timeout=0)
