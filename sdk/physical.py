@@ -10,6 +10,7 @@ from sdk.errors import InvalidRequestError
 
 __all__ = [
     "ANY_REVISION",
+    "AppliedChanges",
     "Check",
     "Delete",
     "Entry",
@@ -64,6 +65,22 @@ class Check:
 
 
 TxnOp = Put | Delete | Check
+
+
+class AppliedChanges(Protocol):
+    """Keys changed by the entry at ``index`` of a replica's applied stream; ``reset``
+    means every key (a snapshot was installed). One shape for everything that follows
+    applied writes: the core's caches, the Raft certificate keeper, cross-cluster
+    replication."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def reset(self) -> bool: ...
 
 
 class PhysicalBackend(Protocol):

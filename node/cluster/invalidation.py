@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from node.cluster.ports import Changes
+from sdk.physical import AppliedChanges
 
 __all__ = ["AppliedWrites", "Invalidator"]
 
@@ -23,7 +23,7 @@ class AppliedWrites(Protocol):
 
     async def stop(self) -> None: ...
 
-    def on_changes(self, changes: Changes) -> None: ...
+    def on_changes(self, changes: AppliedChanges) -> None: ...
 
     async def settled(self, index: int, timeout: float) -> None: ...
 
@@ -43,7 +43,7 @@ class Invalidator:
     async def stop(self) -> None:
         await self._writes.stop()
 
-    def on_changes(self, changes: Changes) -> None:
+    def on_changes(self, changes: AppliedChanges) -> None:
         self._writes.on_changes(changes)
 
     async def settled(self, index: int, timeout: float) -> None:

@@ -18,10 +18,9 @@ from typing import Any, Protocol
 
 from node.outbound import HttpClient
 from sdk.certs import RaftTLS
-from sdk.physical import Entry, TxnOp
+from sdk.physical import AppliedChanges, Entry, TxnOp
 
 __all__ = [
-    "Changes",
     "HostCore",
     "Invalidation",
     "LocalView",
@@ -29,19 +28,6 @@ __all__ = [
     "RaftDriver",
     "Replica",
 ]
-
-
-class Changes(Protocol):
-    """Keys changed by the entry at ``index``; ``reset`` means every key."""
-
-    @property
-    def index(self) -> int: ...
-
-    @property
-    def keys(self) -> tuple[str, ...]: ...
-
-    @property
-    def reset(self) -> bool: ...
 
 
 class Member(Protocol):
@@ -103,7 +89,7 @@ class Replica(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
-    def subscribe(self, callback: Callable[[Changes], None]) -> Callable[[], None]: ...
+    def subscribe(self, callback: Callable[[AppliedChanges], None]) -> Callable[[], None]: ...
 
     def reload_tls(self, tls: RaftTLS) -> None:
         """Present a rotated certificate from the next Raft handshake on."""
@@ -198,7 +184,7 @@ class Invalidation(Protocol):
 
     async def stop(self) -> None: ...
 
-    def on_changes(self, changes: Changes) -> None:
+    def on_changes(self, changes: AppliedChanges) -> None:
         """The replica applied ``changes`` (called on the event loop)."""
         ...
 

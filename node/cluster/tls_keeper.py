@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from node.cluster.ports import Changes, Replica
+from node.cluster.ports import Replica
 from node.cluster.secrets import raft_secret, raft_tls_key
 from node.cluster.storage import RaftStorage
 from node.cluster.tls_keyring import (
@@ -35,6 +35,7 @@ from node.cluster.tls_keyring import (
 )
 from sdk.certs import RaftTLS
 from sdk.errors import CofferError, SealedError
+from sdk.physical import AppliedChanges
 
 __all__ = ["TLSKeeper"]
 
@@ -129,7 +130,7 @@ class TLSKeeper:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._reloads.clear()
 
-    def _on_changes(self, changes: Changes) -> None:
+    def _on_changes(self, changes: AppliedChanges) -> None:
         own = NODE_PREFIX + self._node_id
         if changes.reset or own in changes.keys:
             task = asyncio.create_task(self._reload_logged(), name="cluster-tls-reload")

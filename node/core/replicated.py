@@ -27,16 +27,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from node.audit import AUDIT_TABLE_KEY
 from node.barrier.barrier import KEYRING_PATH
 from node.namespaces.model import ROOT
+from sdk.physical import AppliedChanges
 
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["AppliedChanges", "ReplicatedWrites"]
+__all__ = ["ReplicatedWrites"]
 
 log = logging.getLogger("coffer.core.replicated")
 
@@ -49,19 +50,6 @@ _NAMESPACES = "sys/namespaces/"
 Job = tuple[str, ...]
 
 _FIXED_JOBS: dict[str, Job] = {KEYRING_PATH: ("keyring",), AUDIT_TABLE_KEY: ("audit",)}
-
-
-class AppliedChanges(Protocol):
-    """Keys changed by the entry at ``index`` of the applied stream; ``reset``: every key."""
-
-    @property
-    def index(self) -> int: ...
-
-    @property
-    def keys(self) -> tuple[str, ...]: ...
-
-    @property
-    def reset(self) -> bool: ...
 
 
 class ReplicatedWrites:

@@ -17,7 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from node.barrier.barrier import KEYRING_PATH, Barrier
 from node.logical.request import Request
@@ -57,7 +57,7 @@ from sdk.errors import (
     SealedError,
     StorageError,
 )
-from sdk.physical import Delete, PhysicalBackend, Put
+from sdk.physical import AppliedChanges, Delete, PhysicalBackend, Put
 
 __all__ = ["ACTIVATION_PREFIX", "SEAL_KEYS", "Replication", "activation_token", "walk"]
 
@@ -87,17 +87,6 @@ class PrimaryUnreachableError(CofferError):
 
     def __init__(self) -> None:
         super().__init__("this secondary cannot reach its primary; retry later")
-
-
-class Changes(Protocol):
-    @property
-    def index(self) -> int: ...
-
-    @property
-    def keys(self) -> tuple[str, ...]: ...
-
-    @property
-    def reset(self) -> bool: ...
 
 
 class Replication:
@@ -574,7 +563,7 @@ class Replication:
             except OSError:
                 log.exception("replication listener failed", extra={"event": "replication.listen"})
 
-    def observe(self, changes: Changes) -> None:
+    def observe(self, changes: AppliedChanges) -> None:
         """An entry applied to this cluster's storage (``node.core.replicated``)."""
         if any(key.startswith(_STATE_PREFIX) for key in changes.keys) or changes.reset:
             self._reload_soon()  # the active node changed a role: standbys follow
