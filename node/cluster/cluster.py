@@ -228,7 +228,8 @@ class Cluster:
         self.watcher.start()
         self.tls.start(replica)
 
-    async def on_seal(self) -> None:
+    async def on_seal(self, *, keep_raft: bool = False) -> None:
+        """``keep_raft``: an unseal that failed after Raft opened keeps it open (and voting)."""
         await self.watcher.stop()
         await self.tls.stop()
         self.tls.forget()
@@ -239,7 +240,8 @@ class Cluster:
         self.challenges.clear()
         self.relay_nonces.clear()
         self.forward_key = self.index_key = self._challenge_key = None
-        await self.storage.detach()
+        if not keep_raft:
+            await self.storage.detach()
 
     async def _wait_for_leader(self, replica: Replica, timeout: float, *, required: bool) -> None:
         deadline = time.monotonic() + timeout

@@ -20,6 +20,7 @@ from node.audit import AuditTable
 from node.barrier.barrier import Barrier
 from node.barrier.cache import DEFAULT_CACHE_SIZE
 from node.barrier.view import BarrierView
+from node.cluster.errors import ClusterUnavailableError
 from node.config.model import SealStanza
 from node.core.access import AccessControl
 from node.core.dr_operation import DrOperationTokens, ReplicationMode
@@ -48,7 +49,13 @@ from node.tokens.entry import TokenEntry
 from node.tokens.expiration import ExpirationManager
 from node.tokens.store import TokenStore
 from node.version import VERSION
-from sdk.errors import CofferError, ConflictError, InvalidRequestError, NotInitializedError
+from sdk.errors import (
+    CofferError,
+    ConflictError,
+    InvalidRequestError,
+    NotInitializedError,
+    StorageError,
+)
 from sdk.physical import PhysicalBackend
 
 if TYPE_CHECKING:
@@ -216,7 +223,7 @@ class Core:
         """``migrate``: the key is a share of the old seal of a seal migration."""
         async with self.seal_guard.hold():
             if await self.lifecycle.submit_share(key, migrate):
-                await self._post_unseal()
+                await self._finish_unseal()
             return await self._seal_status()
 
     async def unseal_with_stored_key(self) -> None:
@@ -224,7 +231,7 @@ class Core:
         async with self.seal_guard.hold():
             if not await self.lifecycle.unseal_with_stored_key():
                 return
-            await self._post_unseal()
+            await self._finish_unseal()
         seal = self.lifecycle.auto_seal
         if seal is not None and not self.is_standby:
             with contextlib.suppress(CofferError):  # retried at the next unseal
@@ -257,7 +264,7 @@ class Core:
 
         await self.seal_guard.run_soon(delay, action)
 
-    async def _seal_now(self) -> None:
+    async def _seal_now(self, *, keep_raft: bool = False) -> None:
         self._serving = False
         await self.replication.stop_active()
         await self.expiration.stop()
@@ -271,7 +278,7 @@ class Core:
         self.tokens.forget_cached_salt()
         self.lifecycle.seal_barrier()
         if self.cluster is not None:
-            await self.cluster.on_seal()
+            await self.cluster.on_seal(keep_raft=keep_raft)
         self.metrics.unsealed.set(0)
         log.info("sealed", extra={"event": "core.sealed"})
 
@@ -291,6 +298,27 @@ class Core:
     async def stop_active_duties(self) -> None:
         await self.replication.stop_active()
         await self.expiration.stop()
+
+    async def _finish_unseal(self) -> None:
+        """:meth:`_post_unseal`, or sealed again (still able to unseal) if it fails.
+
+        An open barrier that never served would take no more shares: the node
+        reported sealed until restarted. Seen when a DR secondary's nodes unseal
+        together and one must write the cluster record while its Raft has no
+        leader yet. Its Raft stays up (opened with this very key), so it still
+        counts toward the quorum the next attempt, here or on a peer, needs; a
+        storage failure on Raft is the cluster's unavailability: 503.
+        """
+        try:
+            await self._post_unseal()
+        except Exception as exc:
+            await self._seal_now(keep_raft=True)
+            if isinstance(exc, StorageError) and self.cluster is not None:
+                raise ClusterUnavailableError(
+                    f"unseal did not finish ({exc}); the node stays sealed: submit "
+                    "the keys again once a quorum of its cluster is unsealing"
+                ) from exc
+            raise
 
     async def _post_unseal(self, serve: bool = True) -> None:
         cluster = await BarrierView(self.barrier, "core/").get_json("cluster")
