@@ -86,9 +86,6 @@ def py_spy_profile(
             )
         )
         spy.wait(60)
-        import shutil as _sh
-
-        _sh.copy(raw, "/tmp/last-py-spy.txt")
         with raw.open() as lines:
             return result, summarise_collapsed(lines, RATE)
 
