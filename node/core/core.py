@@ -35,7 +35,7 @@ from node.core.system.keys import make_token_generation
 from node.core.wrapping import Wrapping
 from node.engines.cubbyhole import CubbyholeBackend
 from node.logical.request import Request
-from node.logical.response import Response
+from node.logical.response import Login, Response
 from node.namespaces.model import ROOT_ID, Namespace
 from node.namespaces.store import NamespaceStore, validate_name
 from node.observability.metrics import Metrics
@@ -54,6 +54,7 @@ from sdk.errors import (
     ConflictError,
     InvalidRequestError,
     NotInitializedError,
+    SealedError,
     StorageError,
 )
 from sdk.physical import PhysicalBackend
@@ -149,6 +150,7 @@ class Core:
             physical, self.barrier, self.router, self.namespaces, lambda: self.http_client
         )
         self.replication.forwarded_handler = self._handle_forwarded
+        self.replication.identity_link_handler = self._link_secondary_login
         self.replication.seal_self = self.seal
         self.audit = AuditTable(BarrierView(self.barrier, ""), self._identity_policies)
         self.metrics = Metrics()
@@ -409,6 +411,27 @@ class Core:
         response = await self.pipeline.handle_forwarded(request)
         replica = self.cluster.replica if self.cluster is not None else None
         return response, replica.applied_index() if replica is not None else 0
+
+    async def _link_secondary_login(
+        self, namespace_id: str, mount_accessor: str, login: Login
+    ) -> tuple[str, int]:
+        """A login on a performance secondary (``node.replication``): its entity id,
+        found or created here, and the applied index the secondary waits for."""
+        if self.sealed:
+            raise SealedError()
+        mount = next(
+            (
+                m
+                for m in self.router.entries()
+                if m.accessor == mount_accessor and m.namespace_id == namespace_id
+            ),
+            None,
+        )
+        if mount is None or self.identity is None:
+            raise InvalidRequestError(f"no auth mount with accessor {mount_accessor!r}")
+        entity_id = await self.identity.link_login(namespace_id, mount, login)
+        replica = self.cluster.replica if self.cluster is not None else None
+        return entity_id, replica.applied_index() if replica is not None else 0
 
     async def _destroy_cubbyhole(self, entry: TokenEntry) -> None:
         """A revoked token's cubbyhole data goes, in every namespace it wrote to."""

@@ -36,6 +36,10 @@ class IdentityLink(Protocol):
         """The entity id for this login's alias, creating entity and alias if needed."""
         ...
 
+    async def linked_entity(self, namespace_id: str, mount: MountEntry, login: Login) -> str | None:
+        """``link_login``'s answer when it would write nothing, else None."""
+        ...
+
     async def policies_for(self, entity_id: str, namespace_id: str) -> PolicySet: ...
 
     async def is_disabled(self, entity_id: str, namespace_id: str) -> bool: ...
@@ -73,7 +77,7 @@ class LoginCompleter:
         namespace_id = mount.namespace_id
         entity_id, identity_policies, external = "", [], {}
         if core.identity is not None:
-            entity_id = await core.identity.link_login(namespace_id, mount, login)
+            entity_id = await self._link(namespace_id, mount, login)
             if entity_id and await core.identity.is_disabled(entity_id, namespace_id):
                 raise PermissionDeniedError("the entity of this login is disabled")
             found = await core.identity.policies_for(entity_id, namespace_id)
@@ -144,3 +148,18 @@ class LoginCompleter:
         return replace(
             response, login=None, auth=auth, warnings=[*response.warnings, *lifetime.warnings]
         )
+
+    async def _link(self, namespace_id: str, mount: MountEntry, login: Login) -> str:
+        """The login's entity id. Entities and aliases are replicated data: on a
+        performance secondary one that needs a write is linked by the primary and
+        arrives here by the stream before this returns (a current one is read
+        here, so logins go on while the primary is away). A ``local`` auth mount
+        is unknown to the primary: its logins link here."""
+        core = self._core
+        assert core.identity is not None
+        if core.replication.is_perf_secondary and not mount.local:
+            found = await core.identity.linked_entity(namespace_id, mount, login)
+            if found is not None:
+                return found
+            return await core.replication.link_login(namespace_id, mount.accessor, login)
+        return await core.identity.link_login(namespace_id, mount, login)

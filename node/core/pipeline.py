@@ -163,7 +163,8 @@ class Pipeline:
         """Local data (tokens, local mounts) is written here; a request that writes
         replicated data goes, authorised here, to the primary's active node
         (``node.replication``), which answers once the write has come back.
-        Logins stay local: their tokens are this cluster's own."""
+        Logins stay local: their tokens are this cluster's own (their entity is made
+        on the primary, ``LoginCompleter``)."""
         replication = self._core.replication
         try:
             _, relative = self._core.namespaces.resolve(request.namespace, request.path)

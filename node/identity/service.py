@@ -110,42 +110,22 @@ class IdentityService:
             return ""
 
         async def link(state: IdentityState) -> str:
-            puts: list[Record] = []
-            alias = state.alias_by_factors(mount.accessor, login.alias_name)
-            entity = state.entity(alias.canonical_id) if alias is not None else None
-            if alias is None or entity is None:
-                stamp = now()
-                entity = Entity(
-                    id=new_id(),
-                    name=generated_name("entity", state),
-                    namespace_id=namespace_id,
-                    creation_time=stamp,
-                    last_update_time=stamp,
-                )
-                alias = alias or EntityAlias(
-                    id=new_id(),
-                    name=login.alias_name,
-                    canonical_id=entity.id,
-                    mount_accessor=mount.accessor,
-                    namespace_id=namespace_id,
-                    mount_type=mount.type,
-                    metadata=dict(login.alias_metadata),
-                    creation_time=stamp,
-                    last_update_time=stamp,
-                )
-                alias = replace(alias, canonical_id=entity.id)
-                entity = replace(entity, alias_ids=(alias.id,))
-                puts += [entity, alias]
-            elif alias.metadata != login.alias_metadata or alias.mount_type != mount.type:
-                puts.append(
-                    alias.touched(metadata=dict(login.alias_metadata), mount_type=mount.type)
-                )
-            puts += _external_memberships(state, entity.id, mount.accessor, login.group_aliases)
+            entity_id, puts = _login_plan(state, namespace_id, mount, login)
             if puts:
                 await store.commit(puts)
-            return entity.id
+            return entity_id
 
         return await store.run(link)
+
+    async def linked_entity(self, namespace_id: str, mount: MountEntry, login: Login) -> str | None:
+        """The entity id ``link_login`` would answer when it would write nothing (the
+        alias and entity exist and are current), else None: a performance secondary
+        then has the primary link the login (identity is replicated data)."""
+        store = self._stores.get(namespace_id)
+        if store is None or not login.alias_name:
+            return ""
+        entity_id, puts = _login_plan(await store.state(), namespace_id, mount, login)
+        return None if puts else entity_id
 
     async def policies_for(self, entity_id: str, namespace_id: str) -> IdentityPolicies:
         """Policies the entity gets now: its own, and its groups' (directly or nested).
@@ -183,6 +163,42 @@ class IdentityService:
     async def memberships(self, entity: Entity) -> tuple[list[Group], list[Group]]:
         """The entity's direct groups and the groups it inherits through them."""
         return await graph.memberships(self, entity)
+
+
+def _login_plan(
+    state: IdentityState, namespace_id: str, mount: MountEntry, login: Login
+) -> tuple[str, list[Record]]:
+    """The login's entity id and the records to write for it (none when current)."""
+    puts: list[Record] = []
+    alias = state.alias_by_factors(mount.accessor, login.alias_name)
+    entity = state.entity(alias.canonical_id) if alias is not None else None
+    if alias is None or entity is None:
+        stamp = now()
+        entity = Entity(
+            id=new_id(),
+            name=generated_name("entity", state),
+            namespace_id=namespace_id,
+            creation_time=stamp,
+            last_update_time=stamp,
+        )
+        alias = alias or EntityAlias(
+            id=new_id(),
+            name=login.alias_name,
+            canonical_id=entity.id,
+            mount_accessor=mount.accessor,
+            namespace_id=namespace_id,
+            mount_type=mount.type,
+            metadata=dict(login.alias_metadata),
+            creation_time=stamp,
+            last_update_time=stamp,
+        )
+        alias = replace(alias, canonical_id=entity.id)
+        entity = replace(entity, alias_ids=(alias.id,))
+        puts += [entity, alias]
+    elif alias.metadata != login.alias_metadata or alias.mount_type != mount.type:
+        puts.append(alias.touched(metadata=dict(login.alias_metadata), mount_type=mount.type))
+    puts += _external_memberships(state, entity.id, mount.accessor, login.group_aliases)
+    return entity.id, puts
 
 
 def _external_memberships(

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from node.logical.request import Operation, Request
-from node.logical.response import Response
+from node.logical.response import Login, Response
 from node.replication.frames import FrameError
 from sdk.errors import CofferError
 
@@ -24,6 +24,8 @@ __all__ = [
     "WAL_WAIT",
     "ForwardedError",
     "dynamic_filter_from",
+    "login_link_from",
+    "login_link_to",
     "request_from",
     "request_to",
     "response_from",
@@ -96,6 +98,51 @@ async def wait_applied(current: Any, index: int, timeout: float = WAL_WAIT) -> b
             return False
         await asyncio.sleep(0.01)
     return True
+
+
+def login_link_to(namespace_id: str, mount_accessor: str, login: Login) -> dict[str, Any]:
+    """What the primary needs to link a secondary's login to an entity: the alias
+    (mount accessor and name), its metadata and the external group names. The
+    token settings and policies stay on the secondary, which mints the token."""
+    return {
+        "namespace_id": namespace_id,
+        "mount_accessor": mount_accessor,
+        "alias_name": login.alias_name,
+        "alias_metadata": dict(login.alias_metadata),
+        "group_aliases": list(login.group_aliases),
+    }
+
+
+def _strings(raw: Any, name: str) -> dict[str, str]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise FrameError(f"{name} must map strings to strings")
+    return dict(raw)
+
+
+def login_link_from(raw: Any) -> tuple[str, str, Login]:
+    """The namespace id, mount accessor and a ``Login`` (without token settings) of
+    an ``identity-link`` frame; anything malformed is a :class:`FrameError`."""
+    if not isinstance(raw, dict):
+        raise FrameError("identity-link needs an object")
+    fields = {k: raw.get(k) for k in ("namespace_id", "mount_accessor", "alias_name")}
+    for name, value in fields.items():
+        if not isinstance(value, str):
+            raise FrameError(f"{name} must be a string")
+    if not fields["mount_accessor"] or not fields["alias_name"]:
+        raise FrameError("mount_accessor and alias_name must not be empty")
+    groups = raw.get("group_aliases")
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise FrameError("group_aliases must be a list of strings")
+    login = Login(
+        alias_name=str(fields["alias_name"]),
+        policies=[],
+        token=None,
+        alias_metadata=_strings(raw.get("alias_metadata"), "alias_metadata"),
+        group_aliases=list(groups),
+    )
+    return str(fields["namespace_id"]), str(fields["mount_accessor"]), login
 
 
 _FILTER_FIELDS = ("dynamic_filtered_mounts", "dynamic_filtered_namespaces")

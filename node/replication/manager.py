@@ -21,7 +21,7 @@ from typing import Any
 
 from node.barrier.barrier import KEYRING_PATH, Barrier
 from node.logical.request import Request
-from node.logical.response import Response
+from node.logical.response import Login, Response
 from node.namespaces.store import NamespaceStore
 from node.outbound import HttpClient
 from node.replication import merkle
@@ -35,6 +35,7 @@ from node.replication.classify import (
 )
 from node.replication.forwarding import (
     dynamic_filter_from,
+    login_link_to,
     request_to,
     response_from,
     wait_applied,
@@ -109,6 +110,11 @@ class Replication:
         self.seal_self: Callable[[], Awaitable[None]] | None = None
         #: Runs a request a performance secondary forwarded (set by the core).
         self.forwarded_handler: Callable[[Request], Awaitable[tuple[Response, int]]] | None = None
+        #: Links a secondary's login to an entity here (set by the core): the entity
+        #: id and the applied index the secondary waits for.
+        self.identity_link_handler: (
+            Callable[[str, str, Login], Awaitable[tuple[str, int]]] | None
+        ) = None
         self.states: dict[Kind, KindState] = {k: KindState(k) for k in Kind}
         self._live: Live | None = None
         self._lock = asyncio.Lock()
@@ -162,30 +168,56 @@ class Replication:
 
     async def forward(self, request: Request) -> Response:
         """Run ``request`` (authorised here) on the primary; answer once it came back."""
-        bundle = self.states[Kind.PERFORMANCE].bundle
-        live = self._live
-        if bundle is None or self.transport is None or live is None:
-            raise InvalidRequestError("this performance secondary cannot reach its primary")
-        link = await self.transport.dial(bundle.primary_cluster_addr, secondary_tls(bundle), 5.0)
-        channel = Channel(link)
-        try:
-            await channel.send(
-                {
-                    "type": "forward",
-                    "kind": Kind.PERFORMANCE.value,
-                    "secondary_id": bundle.secondary_id,
-                    "request": request_to(request),
-                }
-            )
-            answer = await asyncio.wait_for(channel.receive(), 30.0)
-        finally:
-            await channel.close()
+        answer = await self._ask_primary({"type": "forward", "request": request_to(request)})
         response, index = response_from(answer)
-        if not await wait_applied(lambda: live.client.last_remote_wal, index):
+        if not await self._wait_applied(index):
             response.warnings.append(
                 "the write was made on the primary but has not reached this secondary yet"
             )
         return response
+
+    async def link_login(self, namespace_id: str, mount_accessor: str, login: Login) -> str:
+        """The entity id of a login on this performance secondary: the primary's active
+        node finds or creates entity and alias (replicated data, which a secondary
+        must not write), and this returns once they have arrived by the stream (or
+        after ``WAL_WAIT``, logged), so the token's entity resolves here."""
+        answer = await self._ask_primary(
+            {"type": "identity-link", "link": login_link_to(namespace_id, mount_accessor, login)}
+        )
+        response, index = response_from(answer)
+        entity_id = (response.data or {}).get("entity_id")
+        if not isinstance(entity_id, str):
+            raise InvalidRequestError("the primary answered an identity link without an entity")
+        if not await self._wait_applied(index):
+            log.warning("replication.identity_link_not_applied", extra={"index": index})
+        return entity_id
+
+    async def _ask_primary(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """One question to the primary's active node over a fresh mutual-TLS link."""
+        bundle = self.states[Kind.PERFORMANCE].bundle
+        if bundle is None or self.transport is None or self._live is None:
+            raise InvalidRequestError("this performance secondary cannot reach its primary")
+        try:
+            link = await self.transport.dial(
+                bundle.primary_cluster_addr, secondary_tls(bundle), 5.0
+            )
+            channel = Channel(link)
+            try:
+                await channel.send(
+                    {**frame, "kind": Kind.PERFORMANCE.value, "secondary_id": bundle.secondary_id}
+                )
+                answer: dict[str, Any] = await asyncio.wait_for(channel.receive(), 30.0)
+            finally:
+                await channel.close()
+        except (OSError, TimeoutError, FrameError) as error:
+            raise PrimaryUnreachableError() from error
+        return answer
+
+    async def _wait_applied(self, index: int) -> bool:
+        live = self._live
+        if live is None:
+            return False
+        return await wait_applied(lambda: live.client.last_remote_wal, index)
 
     def mount_index(self) -> MountIndex:
         return MountIndex.build(

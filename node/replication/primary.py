@@ -17,6 +17,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from node.logical.response import Response
 from node.replication import merkle
 from node.replication.classify import (
     AUDIT_TABLE,
@@ -27,7 +28,7 @@ from node.replication.classify import (
     filter_table,
     sends,
 )
-from node.replication.forwarding import error_to, request_from, response_to
+from node.replication.forwarding import error_to, login_link_from, request_from, response_to
 from node.replication.frames import FrameError
 from node.replication.live import Live, SecondaryLink, walk
 from node.replication.ports import Channel, Link, expect_type
@@ -52,7 +53,7 @@ async def serve_link(repl: Replication, live: Live, link: Link) -> None:
     record: SecondaryLink | None = None
     try:
         hello = await asyncio.wait_for(channel.receive(), 10.0)
-        expect_type(hello, "hello", "forward", "dynamic-filter")
+        expect_type(hello, "hello", "forward", "identity-link", "dynamic-filter")
         kind = Kind(str(hello.get("kind")))
         secondary_id = str(hello.get("secondary_id"))
         if secondary_id != link.peer_id or not repl.allowed(kind, secondary_id):
@@ -63,6 +64,9 @@ async def serve_link(repl: Replication, live: Live, link: Link) -> None:
             return
         if hello["type"] == "forward":
             await _forwarded(repl, channel, hello)
+            return
+        if hello["type"] == "identity-link":
+            await _identity_link(repl, channel, hello)
             return
         if hello["type"] == "dynamic-filter":
             await _dynamic_filter(repl, channel, kind, secondary_id)
@@ -111,6 +115,21 @@ async def _forwarded(repl: Replication, channel: Channel, hello: dict[str, Any])
         await channel.send(error_to(error))
         return
     await channel.send(response_to(response, index))
+
+
+async def _identity_link(repl: Replication, channel: Channel, hello: dict[str, Any]) -> None:
+    """A login on a performance secondary: find or create its entity and alias here."""
+    handler = repl.identity_link_handler
+    if handler is None:
+        await channel.send(error_to(CofferError("identity linking is not available")))
+        return
+    namespace_id, accessor, login = login_link_from(hello.get("link"))
+    try:
+        entity_id, index = await handler(namespace_id, accessor, login)
+    except CofferError as error:
+        await channel.send(error_to(error))
+        return
+    await channel.send(response_to(Response(data={"entity_id": entity_id}), index))
 
 
 async def _dynamic_filter(

@@ -257,6 +257,9 @@ class RecordingIdentity:
         self.logins.append(login)
         return "entity-1"
 
+    async def linked_entity(self, namespace_id: str, mount: MountEntry, login: Login) -> str | None:
+        return None
+
     async def policies_for(self, entity_id: str, namespace_id: str) -> PolicySet:
         @dataclass
         class Found:

@@ -47,6 +47,9 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Site]]
             "performance", primary.secondary_token("performance", "perf1"), primary
         )
         started["dr"].become_secondary("dr", primary.secondary_token("dr", "dr1"), primary)
+        # A first login on the perf secondary has its entity made by the primary;
+        # later ones (while the primary is lost) find it there.
+        wait_until(lambda: _login(started["perf"]), 30, "a first login on the perf secondary")
         yield started
     finally:
         for site in started.values():

@@ -178,6 +178,30 @@ async def test_concurrent_logins_on_two_nodes_create_one_entity(barrier: Barrier
     assert physical.conflicts >= 1  # the race did happen, and was lost cleanly
 
 
+async def test_linked_entity_answers_only_when_linking_would_write_nothing(
+    service: IdentityService, barrier: Barrier
+) -> None:
+    """A performance secondary completes such a login itself; any other goes to the primary."""
+    physical = barrier.physical
+    assert isinstance(physical, YieldingBackend)
+    before = physical.commits
+    assert await service.linked_entity(ROOT.id, USERPASS, login("mia", team="ops")) is None
+    assert physical.commits == before  # it writes nothing
+    assert not (await state_of(service)).entities
+    entity_id = await service.link_login(ROOT.id, USERPASS, login("mia", team="ops"))
+    assert await service.linked_entity(ROOT.id, USERPASS, login("MIA", team="ops")) == entity_id
+    # new alias metadata, or an external group to join, needs a write
+    assert await service.linked_entity(ROOT.id, USERPASS, login("mia", team="dev")) is None
+    assert physical.commits == before + 1  # only link_login wrote
+    devs = await group(service, "devs", type="external")
+    await groups.save_group_alias(
+        scope(service), None, GroupAliasChange("devs", USERPASS.accessor, devs.id)
+    )
+    assert await service.linked_entity(ROOT.id, USERPASS, login("mia", "devs", team="ops")) is None
+    assert await service.linked_entity(ROOT.id, LDAP, login("mia")) is None
+    assert await service.linked_entity(ROOT.id, USERPASS, login("")) == ""
+
+
 async def test_unregistered_namespace_links_nothing() -> None:
     service = IdentityService(SingleRootTree())
     assert await service.link_login(ROOT.id, USERPASS, login("dan")) == ""

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from node.replication.forwarding import ForwardedError, dynamic_filter_from
+from node.logical.response import Login
+from node.replication.forwarding import (
+    ForwardedError,
+    dynamic_filter_from,
+    login_link_from,
+    login_link_to,
+)
 from node.replication.frames import FrameDecoder, FrameError, b64, encode, unb64
 
 _messages = st.lists(
@@ -129,3 +135,43 @@ def test_a_dynamic_filter_answer_reads_back() -> None:
     with pytest.raises(ForwardedError) as refused:
         dynamic_filter_from({"type": "forwarded", "status": 400, "errors": ["no secondary"]})
     assert refused.value.status == 400
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["namespace_id", "mount_accessor", "alias_name", "alias_metadata", "group_aliases"]
+        ),
+        _JSON,
+        max_size=5,
+    )
+    | _JSON
+)
+@settings(max_examples=300, deadline=None)
+def test_an_identity_link_question_is_either_well_formed_or_a_frame_error(raw: object) -> None:
+    """What a secondary sends to have its login linked: the primary reads it into
+    strings (a non-empty alias and accessor) or refuses it, never anything else."""
+    try:
+        namespace_id, accessor, login = login_link_from(raw)
+    except FrameError:
+        return
+    assert isinstance(namespace_id, str) and accessor and login.alias_name
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in login.alias_metadata.items())
+    assert all(isinstance(g, str) for g in login.group_aliases)
+
+
+@given(
+    st.text(max_size=10),
+    st.text(min_size=1, max_size=10),
+    st.text(min_size=1, max_size=10),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
+    st.lists(st.text(max_size=5), max_size=3),
+)
+def test_an_identity_link_question_reads_back(
+    namespace_id: str, accessor: str, alias: str, metadata: dict[str, str], groups: list[str]
+) -> None:
+    login = Login(alias, ["p"], None, alias_metadata=metadata, group_aliases=groups)
+    ns, acc, back = login_link_from(login_link_to(namespace_id, accessor, login))
+    assert (ns, acc) == (namespace_id, accessor)
+    assert (back.alias_name, back.alias_metadata, back.group_aliases) == (alias, metadata, groups)
+    assert back.policies == []  # the secondary keeps its policies and token settings
