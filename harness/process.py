@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 __all__ = [
+    "SERVER_COVERAGE_ENV",
     "LogSource",
     "assert_logs_free_of",
     "child_env",
@@ -26,6 +27,23 @@ __all__ = [
 ]
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+#: When set (a coverage data file path), a server started from this checkout measures
+#: its own line coverage of the product packages into ``<path>.<suffix>``, saved when
+#: it exits (not when it is killed): ``scripts/test_suite.py`` combines these files.
+SERVER_COVERAGE_ENV = "COFFER_SERVER_COVERAGE"
+
+
+def _measured(bootstrap: str, data_file: str) -> str:
+    return (
+        "import coverage; _cov = coverage.Coverage("
+        f"data_file={data_file!r}, data_suffix=True, config_file=False, "
+        "source_pkgs=['node', 'api', 'consensus', 'sdk']); _cov.start()\n"
+        "try:\n"
+        + "".join(f"    {line.strip()}\n" for line in bootstrap.split("; "))
+        + "finally:\n    _cov.stop(); _cov.save()\n"
+    )
 
 
 def coffer_command() -> list[str]:
@@ -40,6 +58,8 @@ def coffer_command() -> list[str]:
             f"import sys; sys.path.insert(0, {str(_CHECKOUT)!r}); "
             "from api.entrypoint import main; sys.exit(main())"
         )
+        if data_file := os.environ.get(SERVER_COVERAGE_ENV):
+            bootstrap = _measured(bootstrap, data_file)
         return [sys.executable, "-c", bootstrap]
     script = Path(sys.executable).with_name("coffer")
     if script.exists():

@@ -12,7 +12,9 @@ disk-bound work that overlaps the CPU-bound tests); the deploy fixtures then fin
 layer cached.
 
 Line coverage (``--cov-floor``) is measured across both stages, combined, and the floor
-checked once at the end. Either stage collecting nothing, or passing nothing, fails the
+checked once at the end. The server processes tests/replication starts record their
+own coverage too (most of node/replication runs only there); their data files are
+combined in before the check. Either stage collecting nothing, or passing nothing, fails the
 run (``scripts/run_pytest.py``'s rule), so CI never goes green on an empty run.
 
     python scripts/test_suite.py --cov-floor 87 [--jobs 2] [--no-images]
@@ -36,6 +38,8 @@ SERIAL = "serial"
 #: Collected first in the parallel stage: the longest single test.
 FIRST = ("tests/integration/test_openapi_fuzz.py",)
 COVERED = ("node", "api", "consensus", "sdk")
+#: tests/replication/conftest.py: where its servers record their coverage.
+SERVER_COVERAGE_REQUEST = "COFFER_REPLICATION_COVERAGE"
 
 
 def main() -> int:
@@ -62,9 +66,29 @@ def main() -> int:
         return code
     finishing = ["tests", f"-m={SERIAL}"]
     if cov:
-        finishing += [*cov, "--cov-append", "--cov-report=term:skip-covered"]
-        finishing.append(f"--cov-fail-under={args.cov_floor}")
-    return _stage("serial", finishing)
+        finishing += [*cov, "--cov-append", "--cov-report="]
+        servers = ROOT / ".coverage-servers"
+        shutil.rmtree(servers, ignore_errors=True)
+        servers.mkdir()
+        os.environ[SERVER_COVERAGE_REQUEST] = str(servers / ".coverage")
+    code = _stage("serial", finishing)
+    if code or not cov:
+        return code
+    return _check_floor(servers, args.cov_floor)
+
+
+def _check_floor(servers: Path, floor: float) -> int:
+    """Add what the replication tests' servers measured, then check the floor once."""
+    coverage = [sys.executable, "-m", "coverage"]
+    measured = sorted(str(path) for path in servers.glob(".coverage.*"))
+    if measured:
+        code = subprocess.call([*coverage, "combine", "--append", "-q", *measured])
+        if code:
+            return code
+    shutil.rmtree(servers, ignore_errors=True)
+    return subprocess.call(
+        [*coverage, "report", "--skip-covered", f"--fail-under={floor}", "--precision=2"]
+    )
 
 
 def _parse() -> argparse.Namespace:
