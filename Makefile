@@ -32,7 +32,7 @@ typecheck: $(STAMP)
 # browser and container suites alone. `make test PYTEST_ARGS=tests/api COV_ARGS=`
 # runs a subset in one process without the floor; `make test COV_ARGS=` the whole suite
 # without coverage.
-COV_FLOOR := 87
+COV_FLOOR := 90
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 COV_ARGS  ?= --cov=node --cov=api --cov=consensus --cov=sdk --cov-report=term:skip-covered \
              --cov-fail-under=$(COV_FLOOR)
