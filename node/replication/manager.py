@@ -193,10 +193,17 @@ class Replication:
         return entity_id
 
     async def _ask_primary(self, frame: dict[str, Any]) -> dict[str, Any]:
-        """One question to the primary's active node over a fresh mutual-TLS link."""
+        """One question to the primary's active node, from this secondary's active node."""
         bundle = self.states[Kind.PERFORMANCE].bundle
         if bundle is None or self.transport is None or self._live is None:
             raise InvalidRequestError("this performance secondary cannot reach its primary")
+        return await self._exchange(bundle, frame, 30.0)
+
+    async def _exchange(
+        self, bundle: Bundle, frame: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """Send ``frame`` to the primary over a fresh mutual-TLS link; its one answer."""
+        assert self.transport is not None
         try:
             link = await self.transport.dial(
                 bundle.primary_cluster_addr, secondary_tls(bundle), 5.0
@@ -206,7 +213,7 @@ class Replication:
                 await channel.send(
                     {**frame, "kind": Kind.PERFORMANCE.value, "secondary_id": bundle.secondary_id}
                 )
-                answer: dict[str, Any] = await asyncio.wait_for(channel.receive(), 30.0)
+                answer: dict[str, Any] = await asyncio.wait_for(channel.receive(), timeout)
             finally:
                 await channel.close()
         except (OSError, TimeoutError, FrameError) as error:
@@ -340,24 +347,10 @@ class Replication:
             raise InvalidRequestError(f"this secondary's id is {bundle.secondary_id!r}")
         if self.transport is None:
             raise InvalidRequestError("replication is not available on this server")
+        answer = await self._exchange(bundle, {"type": "dynamic-filter"}, 10.0)
         try:
-            link = await self.transport.dial(
-                bundle.primary_cluster_addr, secondary_tls(bundle), 5.0
-            )
-            channel = Channel(link)
-            try:
-                await channel.send(
-                    {
-                        "type": "dynamic-filter",
-                        "kind": Kind.PERFORMANCE.value,
-                        "secondary_id": bundle.secondary_id,
-                    }
-                )
-                answer = await asyncio.wait_for(channel.receive(), 10.0)
-            finally:
-                await channel.close()
             return dynamic_filter_from(answer)
-        except (OSError, TimeoutError, FrameError) as exc:
+        except FrameError as exc:
             raise PrimaryUnreachableError() from exc
 
     def allowed(self, kind: Kind, secondary_id: str) -> bool:
