@@ -253,6 +253,12 @@ async def test_a_certificate_for_another_node_cannot_take_a_members_place(
         address = nodes[2].status()["address"]
         peers = {"n0": nodes[0].status()["address"], "n1": nodes[1].status()["address"]}
         await nodes[2].close()
+        # n2 may have led: the write waits until the others have elected one of them.
+        for _ in range(400):
+            leader = nodes[0].leader()
+            if leader is not None and leader.address != address:
+                break
+            await asyncio.sleep(0.05)
         revision = await nodes[0].put("while-n2-is-away", b"v")
         impostor_config = RaftConfig(
             "n2", address, tmp_path / "impostor", secret, peers=peers,
