@@ -1,8 +1,10 @@
 """Three real ``coffer server`` processes on Raft: roles, forwarding, failover.
 
-One cluster (bootstrapped through ``retry_join``) serves the whole module;
-the tests run in file order and the destructive ones (kill -9, remove-peer)
-come last.
+One cluster (bootstrapped through ``retry_join``) serves the module's tests, each of
+which leaves it whole (all three nodes members, unsealed, serving): under
+pytest-xdist's work stealing a worker may run them in any order. The one test that
+cannot give its node back (remove-peer: a removed node never rejoins) has a cluster
+of its own.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with bootstrapped(
         tmp_path_factory.mktemp("ha"), 3, ("Traceback", "truncating already-applied")
     ) as nodes:
+        yield nodes
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster for one test that leaves it changed for good."""
+    with bootstrapped(tmp_path / "ha", 3, ("Traceback", "truncating already-applied")) as nodes:
         yield nodes
 
 
@@ -358,10 +368,12 @@ def test_kill_active_under_load_loses_no_acknowledged_write(cluster: Cluster) ->
     assert read(old, cluster, "after-restart") == {"v": "1"}
 
 
-def test_removed_peer_stops_serving(cluster: Cluster) -> None:
+def test_removed_peer_stops_serving(own_cluster: Cluster) -> None:
+    cluster = own_cluster
     active = cluster.active()
     victim = cluster.standbys()[0]
     token = cluster.root_token
+    assert write(active, cluster, "before-remove", {"v": "1"}) == 200
     reply = active.request(
         "POST", "/v1/sys/storage/raft/remove-peer", {"server_id": victim.name}, token=token
     )
@@ -372,7 +384,7 @@ def test_removed_peer_stops_serving(cluster: Cluster) -> None:
     body = victim.request("GET", "/v1/sys/health").json
     assert body["removed_from_cluster"] is True and body["sealed"] is True
     assert victim.health("?removedcode=503") == 503
-    assert victim.request("GET", "/v1/secret/data/ryw/node1-0", token=token).status == 503
+    assert victim.request("GET", "/v1/secret/data/before-remove", token=token).status == 503
     # The other two keep going.
     assert write(active, cluster, "after-remove", {"v": "1"}) == 200
     # A restart does not bring it back.
