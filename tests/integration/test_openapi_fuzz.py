@@ -21,6 +21,7 @@ import json
 import os
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -211,8 +212,16 @@ def test_a_restore_of_garbage_is_a_400_and_changes_nothing(server: ServerProcess
     assert send(server, "GET", "auth/token/lookup-self")[0] == 200
 
 
-def test_seal_is_sudo_and_seals_last(server: ServerProcess) -> None:
-    """Runs last in this module: the server stays sealed afterwards."""
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A server for the one test that leaves it sealed (work stealing may run the module's
+    tests in any order on a worker, so the shared server must stay unsealed)."""
+    with module_dev_server(tmp_path, ROOT) as process:
+        yield process
+
+
+def test_seal_is_sudo_and_seals(own_server: ServerProcess) -> None:
+    server = own_server
     status, created = send(server, "POST", "auth/token/create", {"policies": ["default"]})
     assert status == 200, created
     status, reply = send(server, "POST", "sys/seal", token=created["auth"]["client_token"])
