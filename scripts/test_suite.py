@@ -17,7 +17,11 @@ own coverage too (most of node/replication runs only there); their data files ar
 combined in before the check. Either stage collecting nothing, or passing nothing, fails the
 run (``scripts/run_pytest.py``'s rule), so CI never goes green on an empty run.
 
-    python scripts/test_suite.py --cov-floor 87 [--jobs 2] [--no-images]
+    python scripts/test_suite.py --cov-floor 90 [--jobs 2] [--no-images] [PATH|@IDS ...]
+
+PATH arguments (default ``tests``) narrow both stages to some files or node ids, e.g.
+``@ids.txt`` (pytest reads the arguments from that file): docs/performance.md, "Test
+suite time", runs an older tree's test ids this way.
 """
 
 from __future__ import annotations
@@ -50,9 +54,10 @@ def main() -> int:
         Path(".coverage").unlink(missing_ok=True)
     images = None if args.no_images else _start_image_build()
 
+    first = list(FIRST) if args.paths == ["tests"] else []
     parallel = [
-        *FIRST,
-        "tests",
+        *first,
+        *args.paths,
         f"-m=not {SERIAL}",
         f"-n={args.jobs}",
         "--dist=worksteal",
@@ -64,7 +69,7 @@ def main() -> int:
         _finish_image_build(images)
     if code:
         return code
-    finishing = ["tests", f"-m={SERIAL}"]
+    finishing = [*args.paths, f"-m={SERIAL}"]
     if cov:
         finishing += [*cov, "--cov-append", "--cov-report="]
         servers = ROOT / ".coverage-servers"
@@ -96,6 +101,7 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--jobs", default=str(os.cpu_count() or 2), help="xdist workers")
     parser.add_argument("--cov-floor", type=float, default=None, help="fail under this %%")
     parser.add_argument("--no-images", action="store_true", help="no background image build")
+    parser.add_argument("paths", nargs="*", default=["tests"], help="test paths or @file of ids")
     return parser.parse_args()
 
 
