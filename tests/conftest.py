@@ -12,10 +12,17 @@ from dataclasses import dataclass
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from hypothesis import HealthCheck, settings
 
 from api.app import create_app
 from node.core.core import Core, InitOutput
 from node.physical.inmem import InmemBackend
+
+#: Property tests assert behaviour, never speed: Hypothesis's per-example deadline
+#: (200 ms) and its too-slow health check would fail them when the parallel stage
+#: shares the cores (speed is measured in bench/).
+settings.register_profile("coffer", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("coffer")
 
 
 def require(condition: bool, reason: str) -> None:
