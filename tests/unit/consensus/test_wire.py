@@ -37,7 +37,8 @@ from consensus.wire import (
 
 ROOT = Path(__file__).resolve().parents[3]
 ints = st.integers(min_value=0, max_value=2**63 - 1)
-commands = st.binary(min_size=1, max_size=64)
+# Log entries are a type byte and our JSON (sent as text), or any bytes (base64).
+commands = st.binary(min_size=1, max_size=64) | st.text(min_size=1, max_size=64).map(str.encode)
 entries = st.lists(st.tuples(commands, ints, ints), max_size=5)
 snapshot_ids = st.builds(SnapshotId, ints, ints, st.binary(min_size=32, max_size=32).map(bytes.hex))
 chunks = st.builds(
@@ -202,6 +203,59 @@ def test_garbage_bytes_are_refused_or_a_valid_message(garbage: bytes, key: bytes
     except WireError:
         return
     assert decode_message(encode_message(message, key), key) == message
+
+
+def _append(command: Any) -> dict[str, Any]:
+    return {
+        "type": "append_entries",
+        "term": 1,
+        "commit_index": 0,
+        "entries": [[command, 1, 1]],
+        "prevLogIdx": 0,
+        "prevLogTerm": 0,
+    }
+
+
+@given(st.binary(min_size=1, max_size=300) | st.text(min_size=1, max_size=300).map(str.encode))
+def test_an_entry_is_sent_as_text_only_where_that_is_no_longer_than_base64(raw: bytes) -> None:
+    sent = orjson.loads(encode_message(_append_message(raw)))["entries"][0][0]
+    as_base64 = orjson.dumps(base64.b64encode(raw).decode())
+    assert len(orjson.dumps(sent)) <= len(as_base64)
+    if isinstance(sent, dict):
+        assert sent == {"t": raw.decode("utf-8")}
+    # Base64, as nodes sent it before the text form, is still read.
+    old = orjson.dumps(_append(base64.b64encode(raw).decode()))
+    assert decode_message(old)["entries"] == [(raw, 1, 1)]
+
+
+def _append_message(raw: bytes) -> dict[str, Any]:
+    return dict(_append(None), entries=[(raw, 1, 1)])
+
+
+def test_our_json_entries_travel_as_text() -> None:
+    value = base64.b64encode(os.urandom(150))
+    raw = b'\x00{"v":1,"id":"a","ops":[{"op":"put","key":"k","value":"%s","expect":null}]}' % value
+    data = encode_message(_append_message(raw))
+    assert value in data and base64.b64encode(raw) not in data
+    assert decode_message(data)["entries"] == [(raw, 1, 1)]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        b"{}",
+        b'{"t":""}',
+        b'{"t":1}',
+        b'{"t":"a","x":"b"}',
+        b'{"b":"QQ=="}',
+        b'["t","a"]',
+        b'{"t":"\\ud800"}',
+    ],
+)
+def test_malformed_entry_texts_are_refused(command: bytes) -> None:
+    data = orjson.dumps(_append(None)).replace(b"null", command)
+    with pytest.raises(WireError):
+        decode_message(data)
 
 
 json_values = st.recursive(
