@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from typing import Any
 
@@ -23,6 +24,9 @@ from consensus.commands import (
     Restore,
     Txn,
     _decode_exact,  # the reference the fast path must match
+    _decode_op,
+    _expect,
+    _Inexact,
     decode_command,
     decode_result,
     encode_batch,
@@ -262,3 +266,53 @@ def test_decoding_with_orjson_first_is_the_exact_decoding(blob: bytes) -> None:
     (orjson, falling back where an integer would be inexact) gives exactly what
     the exact parser gives, values, types and error messages."""
     assert _outcome(decode_command, blob) == _outcome(_decode_exact, blob)
+
+
+# -- the inline "put" path is the full one ------------------------------------------------
+
+
+def _reference_decode_op(raw: object, exact: bool) -> object:
+    """``_decode_op`` as it was before its inline path for puts (issue 16)."""
+    if not isinstance(raw, dict):
+        raise CommandError("op must be an object")
+    kind = raw.get("op")
+    key = raw.get("key")
+    if not isinstance(key, str):
+        raise CommandError("key must be a string")
+    if kind == "put":
+        expect = _expect(raw.get("expect"), required=False, exact=exact)
+        value = raw.get("value")
+        if not isinstance(value, str):
+            raise CommandError("value must be a base64 string")
+        try:
+            return Put(key, base64.b64decode(value.encode("ascii"), validate=True), expect)
+        except (binascii.Error, UnicodeEncodeError) as exc:
+            raise CommandError("value is not valid base64") from exc
+    return _decode_op(raw, exact)  # other kinds did not change
+
+
+_B64ISH = st.text(st.sampled_from("AQz09+/=\n é\x00"), max_size=12)
+_VALID_B64 = st.binary(max_size=9).map(lambda b: base64.b64encode(b).decode())
+_PUTS = st.fixed_dictionaries(
+    {"op": st.just("put")},
+    optional={
+        "key": _LEAVES | _KEYS,
+        "value": _LEAVES | _B64ISH | _VALID_B64,
+        "expect": _LEAVES | _EDGE_NUMBERS | st.just(True),
+    },
+)  # fmt: skip
+
+
+def _op_outcome(decode: Any, raw: object, exact: bool) -> object:
+    try:
+        return _typed(decode(raw, exact))
+    except CommandError as exc:
+        return ("CommandError", str(exc))
+    except _Inexact:
+        return ("_Inexact",)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_PUTS | _OP_OBJECTS | _LEAVES, st.booleans())
+def test_the_inline_put_path_decodes_as_the_full_one(raw: object, exact: bool) -> None:
+    assert _op_outcome(_decode_op, raw, exact) == _op_outcome(_reference_decode_op, raw, exact)
