@@ -134,6 +134,17 @@ def _dev() -> list[Step]:
     ]
 
 
+def _ratio() -> list[Step]:
+    """Issue 16's write ratio alone: 3-node etcd and 3-node Coffer, alternating twice
+    (c=32 and c=1), so both sides meet the same load on a shared machine."""
+    both = (32, 1)
+    pair = [
+        Step("ratio", partial(EtcdCluster, 3), (("leader", ("kv2-write",)),), concurrency=both),
+        Step("ratio", partial(CofferCluster, 3), (("active", ("kv2-write",)),), concurrency=both),
+    ]
+    return pair + pair
+
+
 def _file() -> list[Step]:
     """One node on ``storage "file"``: the writes group commit is for."""
     return [
@@ -155,6 +166,7 @@ SUITES: dict[str, Callable[[], list[Step]]] = {
     "perfpass": _perfpass,
     "nodes": _nodes,
     "file": _file,
+    "ratio": _ratio,
 }
 
 

@@ -2,6 +2,7 @@
 
     python -m bench.run --suite standard --out bench/results/standard.jsonl --update-docs
     python -m bench.run --suite quick --seconds 2
+    python -m bench.run --suite ratio --seconds 4        # 3-node etcd vs Coffer writes, twice
     python -m bench.run --suite scale --update-docs      # secrets at rest, 1/3/5 nodes
     python -m bench.run --suite profile --update-docs    # pyinstrument top frames
 
