@@ -69,7 +69,11 @@ def _too_deep(value: Any, limit: int) -> bool:
 
 def decode_bounded(raw: bytes) -> Any:
     """:func:`decode_json`, refusing nesting deeper than :data:`MAX_JSON_DEPTH` while
-    parsing (inside :data:`_PAD` arrays, orjson's limit falls at the right depth)."""
+    parsing (inside :data:`_PAD` arrays, orjson's limit falls at the right depth).
+    A small body (every KV write) is parsed without entering the collector pause's
+    context manager, whose generator frames cost more than its parse."""
+    if len(raw) < _GC_PAUSE_BYTES:
+        return _decode(raw)
     with _gc_paused(len(raw)):
         return _decode(raw)
 
