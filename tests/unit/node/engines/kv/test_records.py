@@ -222,6 +222,30 @@ async def test_a_mutation_that_changes_nothing_commits_nothing(view: BarrierView
     assert meta is not None and list(meta.custom_metadata) == ["a", "b"]
 
 
+async def test_the_config_follows_the_stored_record(view: BarrierView) -> None:
+    """The decoded config is shared while its bytes are unchanged, and any change
+    (this store's, another's) is seen at once."""
+    here, elsewhere = KVStore(view), KVStore(view)
+    assert await here.config() == MountConfig()
+
+    def cas(config: MountConfig) -> None:
+        config.cas_required = True
+
+    await here.update_config(cas)
+    first = await here.config()
+    assert first == MountConfig(cas_required=True)
+    assert await here.config() is first
+
+    def versions(config: MountConfig) -> None:
+        config.max_versions = 3
+
+    await elsewhere.update_config(versions)
+    assert await here.config() == MountConfig(max_versions=3, cas_required=True)
+    assert first == MountConfig(cas_required=True)  # the shared one was never changed
+    await view.delete("config")
+    assert await here.config() == MountConfig()
+
+
 async def test_version_bodies_follow_the_stored_bytes(view: BarrierView) -> None:
     store = KVStore(view)
     meta = await store.mutate("k", add_version, create=True)
