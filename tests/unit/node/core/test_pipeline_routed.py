@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from node.core.core import Core
+from node.core.pipeline import Pipeline, request_auth
 from node.logical.request import Operation, Request, RequestAuth
 from node.logical.response import Response
 from node.physical.inmem import InmemBackend
+from node.tokens.entry import TokenEntry
 
 ROUTING = {
     "operation",
@@ -144,3 +146,17 @@ async def test_backend_gets_the_routed_request(dev: tuple[Core, str]) -> None:
 
     await core.handle(dataclasses.replace(write, operation=Operation.UPDATE))
     assert [r.operation for r in handled] == [Operation.CREATE, Operation.UPDATE]
+
+
+def test_the_caller_is_built_again_only_for_another_entry() -> None:
+    """``RequestAuth`` is remembered for the last token entry object (entries are
+    frozen): the same entry gives the same value, any other entry its own."""
+    pipeline = Pipeline(cast(Core, None))
+    first = TokenEntry("key-1", "acc-1", ["default"], "token", 1.0, num_uses=3)
+    equal = dataclasses.replace(first)
+    other = dataclasses.replace(first, policies=["root"], num_uses=0)
+    auth = pipeline._request_auth(first)
+    assert auth == request_auth(first)
+    assert pipeline._request_auth(first) is auth
+    assert pipeline._request_auth(other) == request_auth(other) != auth
+    assert pipeline._request_auth(equal) == auth
