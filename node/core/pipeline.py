@@ -238,6 +238,7 @@ class Pipeline:
             entry = await core.tokens.lookup(request.client_token)
         trail.caller(entry)
         auth = self._request_auth(entry) if entry is not None else None
+        probe: Request | None = None
         if operation is Operation.UPDATE:
             probe = _routed(request, route, namespace, operation, auth, False)
             if not await backend.exists(probe):
@@ -256,8 +257,13 @@ class Pipeline:
                 entry = await core.tokens.use(entry)
             except PermissionDeniedError:
                 raise _token_gone(request, relative) from None
-        # Built once with its final fields (routing used to derive it field by field).
-        routed = _routed(request, route, namespace, operation, auth, has_sudo)
+        # Built once with its final fields (routing used to derive it field by field);
+        # the existence probe is that request already when its fields came out equal
+        # (an update of an existing key by a caller without sudo): frozen, so shared.
+        if probe is not None and probe.operation is operation and not has_sudo:
+            routed = probe
+        else:
+            routed = _routed(request, route, namespace, operation, auth, has_sudo)
 
         started = time.perf_counter()
         try:
