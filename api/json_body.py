@@ -36,9 +36,6 @@ MAX_JSON_DEPTH = 500
 _ORJSON_DEPTH = 1024
 _PAD = _ORJSON_DEPTH - MAX_JSON_DEPTH
 _OPEN, _CLOSE = b"[" * _PAD, b"]" * _PAD
-#: As ``sdk.jsoncodec``: a run of digits that may be an integer beyond 64 bits,
-#: which only the standard library reads exactly.
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 class TooDeep(InvalidRequestError):
@@ -83,7 +80,7 @@ def _decode(raw: bytes) -> Any:
         value = _bounded_loads(raw)
     except orjson.JSONDecodeError:
         return _decode_rare(raw)  # what orjson does not read as the standard library does
-    if _LONG_DIGITS.search(raw):
+    if jsoncodec.has_long_digit_run(raw):
         return decode_json(raw)  # integers beyond 64 bits, read exactly
     return value
 
