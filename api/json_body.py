@@ -36,9 +36,6 @@ MAX_JSON_DEPTH = 500
 _ORJSON_DEPTH = 1024
 _PAD = _ORJSON_DEPTH - MAX_JSON_DEPTH
 _OPEN, _CLOSE = b"[" * _PAD, b"]" * _PAD
-#: As ``sdk.jsoncodec``: a run of digits that may be an integer beyond 64 bits,
-#: which only the standard library reads exactly.
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 class TooDeep(InvalidRequestError):
@@ -69,7 +66,11 @@ def _too_deep(value: Any, limit: int) -> bool:
 
 def decode_bounded(raw: bytes) -> Any:
     """:func:`decode_json`, refusing nesting deeper than :data:`MAX_JSON_DEPTH` while
-    parsing (inside :data:`_PAD` arrays, orjson's limit falls at the right depth)."""
+    parsing (inside :data:`_PAD` arrays, orjson's limit falls at the right depth).
+    A small body (every KV write) is parsed without entering the collector pause's
+    context manager, whose generator frames cost more than its parse."""
+    if len(raw) < _GC_PAUSE_BYTES:
+        return _decode(raw)
     with _gc_paused(len(raw)):
         return _decode(raw)
 
@@ -79,7 +80,7 @@ def _decode(raw: bytes) -> Any:
         value = _bounded_loads(raw)
     except orjson.JSONDecodeError:
         return _decode_rare(raw)  # what orjson does not read as the standard library does
-    if _LONG_DIGITS.search(raw):
+    if jsoncodec.has_long_digit_run(raw):
         return decode_json(raw)  # integers beyond 64 bits, read exactly
     return value
 

@@ -4,6 +4,8 @@
     python -m bench.raft_cpu --seconds 5 --profile /tmp/prof  # + py-spy --gil of
                                                               #   the leader and a follower
     python -m bench.raft_cpu --raft-only --seconds 5          # the consensus layer alone
+    python -m bench.raft_cpu --seconds 8 --concurrency 32 --profile /tmp/p --main-thread
+                                  # py-spy of the active node's event-loop thread alone
 
 Three ``coffer server`` nodes on Raft (as ``bench.run``'s ``coffer-raft3``), KV v2
 writes to the active node. The figure is each process's user+system CPU in the
@@ -22,6 +24,7 @@ import asyncio
 import json
 import subprocess
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +129,20 @@ def _raft_only(args: argparse.Namespace) -> None:
             cluster.close()
 
 
+def _main_thread_only(lines: Iterable[str]) -> Iterator[str]:
+    """py-spy ``--threads`` stacks of the main thread (the event loop), without the
+    thread's own frame. Without ``--gil`` a thread waiting in ``epoll`` or for the
+    GIL may still be sampled (``Runner.run`` self, resumption lines): read shares
+    of named functions, not of the loop's own frame."""
+    for line in lines:
+        head, sep, rest = line.partition(";")
+        if sep and head.startswith("thread") and "MainThread" in head:
+            yield rest
+
+
 def _summarise(name: str, out: Path) -> None:
-    with (out / f"{name}.txt").open() as lines:
+    with (out / f"{name}.txt").open() as raw:
+        lines: Iterable[str] = _main_thread_only(raw) if MAIN_THREAD else raw
         summary = summarise_collapsed(lines, RATE)
     (out / f"{name}.json").write_text(json.dumps(summary, indent=1))
     print(f"# {name}: {summary['samples']} samples; top self | inclusive", flush=True)
@@ -141,11 +156,14 @@ def _summarise(name: str, out: Path) -> None:
 
 #: py-spy's GIL-holder mode (``--gil``); off: every thread that is not idle.
 GIL_ONLY = True
+#: Only the main thread's stacks (``--main-thread``: every thread sampled, ``--threads``).
+MAIN_THREAD = False
 
 
 def _spy(pid: int, out: Path, seconds: float) -> subprocess.Popen[bytes]:
     argv = [_py_spy(), "record", "-p", str(pid), "-r", str(RATE), "-f", "raw"]
     argv += ["--gil"] if GIL_ONLY else []
+    argv += ["--threads"] if MAIN_THREAD else []
     argv += ["-d", str(int(seconds)), "-o", str(out)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -159,9 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raft-only", action="store_true", help="RaftBackend alone, no HTTP")
     parser.add_argument("--all-threads", action="store_true", help="py-spy without --gil")
     parser.add_argument("--idle", type=float, default=0.0, help="first: seconds of no load")
+    parser.add_argument(
+        "--main-thread", action="store_true", help="profile the event-loop thread alone"
+    )
     args = parser.parse_args(argv)
-    global GIL_ONLY
-    GIL_ONLY = not args.all_threads
+    global GIL_ONLY, MAIN_THREAD
+    MAIN_THREAD = args.main_thread
+    GIL_ONLY = not (args.all_threads or args.main_thread)
     if args.raft_only:
         _raft_only(args)
         return 0

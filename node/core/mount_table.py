@@ -212,9 +212,9 @@ class MountTable:
 
         Returns whether a mount owns the key.
         """
-        for entry, backend in self._core.router.mounted():
-            if key.startswith(entry.storage_prefix):
-                backend.invalidate(key[len(entry.storage_prefix) :])
+        for prefix, backend in self._core.router.storage_owners():
+            if key.startswith(prefix):
+                backend.invalidate(key[len(prefix) :])
                 return True
         return False
 

@@ -128,6 +128,17 @@ def _local_mount(core: Core, request: Request) -> bool:
 class Pipeline:
     def __init__(self, core: Core) -> None:
         self._core = core
+        #: The last entry's ``RequestAuth``: entries are frozen and shared while their
+        #: stored bytes are unchanged, so the same object gives an equal value.
+        self._last_auth: tuple[TokenEntry, RequestAuth] | None = None
+
+    def _request_auth(self, entry: TokenEntry) -> RequestAuth:
+        last = self._last_auth
+        if last is not None and last[0] is entry:
+            return last[1]
+        auth = request_auth(entry)
+        self._last_auth = (entry, auth)
+        return auth
 
     async def handle(self, request: Request) -> Response:
         # Audit: the request is logged once authorised (``_handle``), its
@@ -226,7 +237,8 @@ class Pipeline:
         elif request.client_token:
             entry = await core.tokens.lookup(request.client_token)
         trail.caller(entry)
-        auth = request_auth(entry) if entry is not None else None
+        auth = self._request_auth(entry) if entry is not None else None
+        probe: Request | None = None
         if operation is Operation.UPDATE:
             probe = _routed(request, route, namespace, operation, auth, False)
             if not await backend.exists(probe):
@@ -245,8 +257,13 @@ class Pipeline:
                 entry = await core.tokens.use(entry)
             except PermissionDeniedError:
                 raise _token_gone(request, relative) from None
-        # Built once with its final fields (routing used to derive it field by field).
-        routed = _routed(request, route, namespace, operation, auth, has_sudo)
+        # Built once with its final fields (routing used to derive it field by field);
+        # the existence probe is that request already when its fields came out equal
+        # (an update of an existing key by a caller without sudo): frozen, so shared.
+        if probe is not None and probe.operation is operation and not has_sudo:
+            routed = probe
+        else:
+            routed = _routed(request, route, namespace, operation, auth, has_sudo)
 
         started = time.perf_counter()
         try:

@@ -62,6 +62,10 @@ class Decision:
     capabilities: tuple[str, ...]
 
 
+#: What a root ACL answers to anything (a frozen value: one for every request).
+_ROOT_DECISION = Decision(True, True, "root token", (ROOT,))
+
+
 class ACL:
     """Merged rules of a token's policies; ``root`` in the list allows everything."""
 
@@ -137,7 +141,7 @@ class ACL:
         ``wrap_ttl`` is the requested response-wrapping TTL (0 = unwrapped).
         """
         if self._is_root:
-            return Decision(True, True, "root token", (ROOT,))
+            return _ROOT_DECISION
         op = str(operation)
         if op == "help":
             return Decision(True, False, "help is always allowed", ())

@@ -45,6 +45,8 @@ class WalRing:
         self.start = start
         self.last = start
         self._arrived = asyncio.Event()
+        #: Readers in ``wait_beyond`` now.
+        self._waiting = 0
 
     def append(self, wal: Wal) -> None:
         if wal.index <= self.last:
@@ -69,6 +71,20 @@ class WalRing:
         self._arrived.set()
         self._arrived = asyncio.Event()
 
+    def skip(self, index: int) -> None:
+        """Entries up to ``index`` are held by nobody (this cluster is no primary):
+        as :meth:`reset`, but without a new event per entry unless a reader waits,
+        since it runs for every write of a cluster that is not a primary."""
+        if index <= self.last:
+            return
+        if self._wals:
+            self._wals.clear()
+            self._bytes = 0
+        self.start = self.last = index
+        if self._waiting:
+            self._arrived.set()
+            self._arrived = asyncio.Event()
+
     def can_resume(self, position: int) -> bool:
         """Whether every entry after ``position`` is still here."""
         return self.start <= position <= self.last
@@ -87,11 +103,14 @@ class WalRing:
         """Wait until an entry after ``position`` arrives; False on timeout."""
         if self.last > position:
             return True
+        self._waiting += 1
         try:
             async with asyncio.timeout(timeout):
                 await self._arrived.wait()
         except TimeoutError:
             return False
+        finally:
+            self._waiting -= 1
         return self.last > position
 
     def __len__(self) -> int:

@@ -28,14 +28,29 @@ class Router:
 
     def __init__(self) -> None:
         self._routes: dict[str, tuple[MountEntry, Backend]] = {}
+        #: ``storage_owners``' answer until the routes change.
+        self._owners: tuple[tuple[str, Backend], ...] | None = None
 
     def mount(self, entry: MountEntry, backend: Backend) -> None:
         self._routes[entry.route_path] = (entry, backend)
+        self._owners = None
 
     def unmount(self, path: str) -> Backend | None:
         """Stop routing to ``path``; the backend it had, for its owner to clean up."""
         found = self._routes.pop(path, None)
+        self._owners = None
         return found[1] if found is not None else None
+
+    def storage_owners(self) -> tuple[tuple[str, Backend], ...]:
+        """Each mount's storage prefix and backend, in mount order. Built once per
+        change of the routes: every key of every applied Raft entry is matched
+        against them, and each ``storage_prefix`` is a string built on demand."""
+        owners = self._owners
+        if owners is None:
+            owners = self._owners = tuple(
+                (entry.storage_prefix, backend) for entry, backend in self._routes.values()
+            )
+        return owners
 
     def entries(self) -> list[MountEntry]:
         return [entry for entry, _ in self._routes.values()]

@@ -149,7 +149,15 @@ class KeyMetadata:
         result never aliases this record."""
         return {
             "data_id": self.data_id,
-            "versions": {str(k): v.to_json() for k, v in self.versions.items()},
+            # ``VersionInfo.to_json`` inlined: this runs for every version on every write.
+            "versions": {
+                str(k): {
+                    "created_time": v.created_time,
+                    "deletion_time": v.deletion_time,
+                    "destroyed": v.destroyed,
+                }
+                for k, v in self.versions.items()
+            },
             "current_version": self.current_version,
             "oldest_version": self.oldest_version,
             "created_time": self.created_time,
@@ -178,10 +186,11 @@ class KeyMetadata:
 
     def copy(self) -> KeyMetadata:
         """An independent copy to mutate, so a shared decoded record stays as stored."""
+        info = VersionInfo
         return KeyMetadata(
             data_id=self.data_id,
             versions={
-                n: VersionInfo(v.created_time, v.deletion_time, v.destroyed)
+                n: info(v.created_time, v.deletion_time, v.destroyed)
                 for n, v in self.versions.items()
             },
             current_version=self.current_version,

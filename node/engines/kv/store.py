@@ -46,7 +46,10 @@ def valid_key(path: str) -> bool:
     such paths are simply not found and writes are rejected up front."""
     if not path or path.startswith("/") or path.endswith("/") or "//" in path:
         return False
-    return "\x00" not in path and not any(p in (".", "..") for p in path.split("/"))
+    if "\x00" in path:
+        return False
+    # Only a path with a dot can have a "." or ".." segment (asked ~3 times a write).
+    return "." not in path or not any(p in (".", "..") for p in path.split("/"))
 
 
 def _unchanged(
@@ -67,6 +70,10 @@ def _decode_body(raw: bytes) -> Any:
     return jsoncodec.loads(raw)
 
 
+def _decode_config(raw: bytes) -> MountConfig:
+    return MountConfig.from_json(jsoncodec.loads(raw))
+
+
 class KVStore:
     """Records decoded from storage are shared (see ``DecodeMemo``) and never
     mutated: ``mutate`` works on a copy. The memo lives as long as the mount's
@@ -76,9 +83,14 @@ class KVStore:
         self.view = view
         self._metadata: DecodeMemo[KeyMetadata] = DecodeMemo(_decode_metadata)
         self._bodies: DecodeMemo[Any] = DecodeMemo(_decode_body)
+        self._config: DecodeMemo[MountConfig] = DecodeMemo(_decode_config, capacity=1)
 
     async def config(self) -> MountConfig:
-        return MountConfig.from_json(await self.view.get_json("config"))
+        """The mount's settings (shared while the stored record is unchanged: read
+        them, do not change them; ``update_config`` decodes its own copy). Every
+        write reads them."""
+        found = await self.view.get("config")
+        return self._config.decode(found.key, found.value) if found else MountConfig()
 
     async def update_config(self, change: Callable[[MountConfig], None]) -> None:
         """Read-modify-write of ``config`` conditioned on its revision, so two

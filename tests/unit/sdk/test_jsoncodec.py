@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sdk import jsoncodec
 
@@ -73,3 +76,25 @@ def test_loads_refuses_numbers_json_cannot_write_back(raw: bytes) -> None:
 def test_loads_refuses_malformed_input() -> None:
     with pytest.raises(ValueError):
         jsoncodec.loads(b'{"a": ')
+
+
+_DIGITS_OR_NOT = st.lists(
+    st.one_of(
+        st.sampled_from([b"0", b"5", b"9", b"/", b":", b"a", b"\xb9", b"\x00"]),
+        st.binary(max_size=3),
+    ),
+    max_size=60,
+).map(b"".join)
+
+
+@given(st.one_of(st.binary(max_size=80), _DIGITS_OR_NOT))
+def test_the_digit_run_check_answers_as_the_regex(raw: bytes) -> None:
+    expected = re.search(rb"[0-9]{19}", raw) is not None
+    assert jsoncodec.has_long_digit_run(raw) is expected
+
+
+@pytest.mark.parametrize("length", [0, 18, 19, 20])
+def test_the_digit_run_check_at_the_bound(length: int) -> None:
+    raw = b'{"n":' + b"7" * length + b"}"
+    assert jsoncodec.has_long_digit_run(raw) is (length >= 19)
+    assert jsoncodec.has_long_digit_run(b"1" * length) is (length >= 19)

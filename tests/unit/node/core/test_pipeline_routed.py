@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from node.core.core import Core
+from node.core.pipeline import Pipeline, request_auth
 from node.logical.request import Operation, Request, RequestAuth
 from node.logical.response import Response
 from node.physical.inmem import InmemBackend
+from node.tokens.entry import TokenEntry
 
 ROUTING = {
     "operation",
@@ -144,3 +146,49 @@ async def test_backend_gets_the_routed_request(dev: tuple[Core, str]) -> None:
 
     await core.handle(dataclasses.replace(write, operation=Operation.UPDATE))
     assert [r.operation for r in handled] == [Operation.CREATE, Operation.UPDATE]
+
+
+def test_the_caller_is_built_again_only_for_another_entry() -> None:
+    """``RequestAuth`` is remembered for the last token entry object (entries are
+    frozen): the same entry gives the same value, any other entry its own."""
+    pipeline = Pipeline(cast(Core, None))
+    first = TokenEntry("key-1", "acc-1", ["default"], "token", 1.0, num_uses=3)
+    equal = dataclasses.replace(first)
+    other = dataclasses.replace(first, policies=["root"], num_uses=0)
+    auth = pipeline._request_auth(first)
+    assert auth == request_auth(first)
+    assert pipeline._request_auth(first) is auth
+    assert pipeline._request_auth(other) == request_auth(other) != auth
+    assert pipeline._request_auth(equal) == auth
+
+
+async def test_an_update_without_sudo_hands_on_the_probe(dev: tuple[Core, str]) -> None:
+    """When the routed request's fields come out as the probe's (the key exists, no
+    sudo), the backend gets the probe itself: equal in every field."""
+    core, root = dev
+
+    async def as_root(operation: Operation, path: str, data: dict[str, Any]) -> Response:
+        reply = await core.handle(Request(operation, path, data, client_token=root))
+        assert isinstance(reply, Response)
+        return reply
+
+    rules = 'path "secret/data/*" { capabilities = ["create", "update"] }'
+    await as_root(Operation.UPDATE, "sys/policy/writer", {"policy": rules})
+    created = await as_root(Operation.UPDATE, "auth/token/create", {"policies": ["writer"]})
+    assert created.auth is not None
+    token = created.auth.client_token
+    handled = _spy(core, "secret/", "handle")
+    probed = _spy(core, "secret/", "exists")
+    write = Request(Operation.UPDATE, "secret/data/p", {"data": {"a": "b"}}, client_token=token)
+    await core.handle(write)
+    await core.handle(dataclasses.replace(write, id="second"))
+    first, second = handled
+    assert first.operation is Operation.CREATE and first is not probed[0]
+    assert second is probed[1]
+    assert (second.operation, second.has_sudo, second.path, second.id) == (
+        Operation.UPDATE,
+        False,
+        "data/p",
+        "second",
+    )
+    assert second.auth is not None and second.auth.policies == ("default", "writer")

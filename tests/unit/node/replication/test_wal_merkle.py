@@ -44,6 +44,30 @@ def test_a_reset_forces_everyone_to_sync() -> None:
     assert not ring.can_resume(1) and ring.can_resume(7)
 
 
+def test_a_skip_is_a_reset_to_a_later_index() -> None:
+    ring = WalRing(start=0)
+    ring.append(_wal(1))
+    ring.skip(7)
+    assert not ring.can_resume(1) and ring.can_resume(7)
+    assert (ring.start, ring.last, len(ring)) == (7, 7, 0)
+    ring.append(_wal(5))  # queued before the skip: nobody is sent it any more
+    ring.skip(6)
+    assert (ring.start, ring.last, len(ring)) == (7, 7, 0)
+    ring.append(_wal(8))
+    assert [w.index for w in ring.after(7)] == [8] and ring.can_resume(7)
+
+
+def test_a_skip_wakes_a_waiting_reader() -> None:
+    async def scenario() -> bool:
+        ring = WalRing(start=0)
+        waiting = asyncio.create_task(ring.wait_beyond(0, 5.0))
+        await asyncio.sleep(0)
+        ring.skip(3)
+        return await waiting
+
+    assert asyncio.run(scenario()) is True
+
+
 def test_a_reader_waits_for_the_next_entry_without_blocking_the_writer() -> None:
     async def scenario() -> tuple[bool, bool]:
         ring = WalRing(start=0)

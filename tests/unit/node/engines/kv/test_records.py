@@ -10,11 +10,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
 from node.engines.kv.records import KeyMetadata, MountConfig, VersionInfo, _format, now_rfc3339
-from node.engines.kv.store import Abort, KVStore
+from node.engines.kv.store import Abort, KVStore, valid_key
 from node.engines.kv.v2 import KVv2Backend
 from node.framework import backend as backend_module
 from node.logical.request import Operation, Request
@@ -222,6 +224,30 @@ async def test_a_mutation_that_changes_nothing_commits_nothing(view: BarrierView
     assert meta is not None and list(meta.custom_metadata) == ["a", "b"]
 
 
+async def test_the_config_follows_the_stored_record(view: BarrierView) -> None:
+    """The decoded config is shared while its bytes are unchanged, and any change
+    (this store's, another's) is seen at once."""
+    here, elsewhere = KVStore(view), KVStore(view)
+    assert await here.config() == MountConfig()
+
+    def cas(config: MountConfig) -> None:
+        config.cas_required = True
+
+    await here.update_config(cas)
+    first = await here.config()
+    assert first == MountConfig(cas_required=True)
+    assert await here.config() is first
+
+    def versions(config: MountConfig) -> None:
+        config.max_versions = 3
+
+    await elsewhere.update_config(versions)
+    assert await here.config() == MountConfig(max_versions=3, cas_required=True)
+    assert first == MountConfig(cas_required=True)  # the shared one was never changed
+    await view.delete("config")
+    assert await here.config() == MountConfig()
+
+
 async def test_version_bodies_follow_the_stored_bytes(view: BarrierView) -> None:
     store = KVStore(view)
     meta = await store.mutate("k", add_version, create=True)
@@ -256,3 +282,14 @@ def test_now_is_written_as_the_datetime_formatter_writes_it() -> None:
         assert before <= now <= after
         assert len(now) == len(before)
         assert _format(datetime.fromisoformat(now)) == now
+
+
+def _valid_key_before(path: str) -> bool:
+    if not path or path.startswith("/") or path.endswith("/") or "//" in path:
+        return False
+    return "\x00" not in path and not any(p in (".", "..") for p in path.split("/"))
+
+
+@given(st.text(alphabet="ab./\x00", max_size=12))
+def test_valid_key_answers_as_before(path: str) -> None:
+    assert valid_key(path) is _valid_key_before(path)

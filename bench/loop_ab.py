@@ -1,0 +1,117 @@
+"""Paired before/after of the CPU per KV v2 write, for a machine whose load moves.
+
+    python -m bench.loop_ab --slices 16 --seconds 3 a5ca847 .         # three nodes
+    python -m bench.loop_ab --one --slices 12 --seconds 3 a5ca847 .   # one node, inmem
+
+Both revisions' servers (``.`` is the working tree; anything else is exported with
+``git archive``) run at the same time, and short slices of KV v2 writes at c=32
+go to each in turn (ABBA order), so that another job's load falls on both alike:
+``bench.writecost`` starts them one after the other, and on a shared two-core
+machine its rounds moved by ±20 % with the other load. Per slice: the serving
+process's event-loop (main) thread, its other threads and the whole process, in
+µs of CPU per write; at the end the medians and the paired loop difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+from bench.coffer_targets import CofferCluster, CofferSingle, ServeFlags
+from bench.loadgen import HTTPStatusError, Op, run_load
+from bench.process_stats import cpu_seconds, thread_cpu_seconds
+from bench.targets import Target
+from bench.workloads import workload
+
+__all__ = ["main"]
+
+CONCURRENCY = 32
+
+
+def _serving_pid(target: Target) -> int:
+    if isinstance(target, CofferCluster) and target.active.proc is not None:
+        return target.active.proc.pid
+    return target.pids()[0]
+
+
+def _prepare(target: Target) -> Op:
+    view = "active" if isinstance(target, CofferCluster) else "node"
+    endpoints = target.endpoints(view)
+    load = workload("coffer", "kv2-write")
+    for attempt in range(5):
+        try:
+            asyncio.run(load.setup(endpoints))
+            break
+        except HTTPStatusError as exc:  # an election on a busy machine
+            if exc.status != 503 or attempt == 4:
+                raise
+            time.sleep(2.0)
+    op = load.make_op(endpoints)
+    asyncio.run(run_load(op, concurrency=CONCURRENCY, seconds=2.0, warmup=0.0))
+    return op
+
+
+def _slice(target: Target, op: Op, seconds: float) -> dict[str, float]:
+    pid = _serving_pid(target)
+    threads, process = thread_cpu_seconds(pid), cpu_seconds(pid)
+    result = asyncio.run(run_load(op, concurrency=CONCURRENCY, seconds=seconds, warmup=0.0))
+    threads_after, process_after = thread_cpu_seconds(pid), cpu_seconds(pid)
+    ops = max(result.ops, 1)
+    return {
+        "loop_us": 1e6 * (threads_after[0] - threads[0]) / ops,
+        "other_threads_us": 1e6 * (threads_after[1] - threads[1]) / ops,
+        "process_us": 1e6 * (process_after - process) / ops,
+        "writes_per_s": result.throughput,
+        "errors": float(sum(result.errors.values())),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.loop_ab")
+    parser.add_argument("revisions", nargs=2, help="before and after ('.' = working tree)")
+    parser.add_argument("--slices", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--one", action="store_true", help="one node on inmem, not three")
+    args = parser.parse_args(argv)
+    import uvloop
+
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    targets: list[Target] = []
+    for revision in args.revisions:
+        flags = ServeFlags(revision="" if revision == "." else revision)
+        targets.append(CofferSingle("inmem", flags) if args.one else CofferCluster(3, flags))
+    rows: dict[str, list[dict[str, float]]] = {r: [] for r in args.revisions}
+    try:
+        for target in targets:
+            target.__enter__()
+        ops = [_prepare(t) for t in targets]
+        for index in range(args.slices):
+            order = (0, 1) if index % 2 == 0 else (1, 0)
+            for which in order:
+                record = _slice(targets[which], ops[which], args.seconds)
+                rows[args.revisions[which]].append(record)
+                shown: dict[str, Any] = {k: round(v) for k, v in record.items()}
+                print(json.dumps({"slice": index, "revision": args.revisions[which], **shown}))
+    finally:
+        for target in targets:
+            target.__exit__(None, None, None)
+    print("medians, µs of CPU per write (loop thread / other threads / process), writes/s:")
+    for revision, records in rows.items():
+        loop = statistics.median(r["loop_us"] for r in records)
+        other = statistics.median(r["other_threads_us"] for r in records)
+        process = statistics.median(r["process_us"] for r in records)
+        rate = statistics.median(r["writes_per_s"] for r in records)
+        print(f"  {revision:>10} {loop:6.0f} / {other:5.0f} / {process:6.0f}  {rate:6.0f}/s")
+    before, after = (rows[r] for r in args.revisions)
+    paired = [b["loop_us"] - a["loop_us"] for a, b in zip(before, after, strict=True)]
+    print(f"  paired loop difference (after - before): median {statistics.median(paired):.0f} µs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
