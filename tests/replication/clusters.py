@@ -6,7 +6,8 @@ the helpers here are the operator's steps from docs/replication.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,15 @@ from harness.cluster import Cluster, Node
 from harness.ports import free_port
 from harness.rest import NO_ANSWER, Reply
 
-__all__ = ["Site", "wait_until"]
+__all__ = [
+    "RING",
+    "SMALL_RING",
+    "Site",
+    "bootstrapped_pair",
+    "node_ok",
+    "replication_pair",
+    "wait_until",
+]
 
 _RETRY = (*NO_ANSWER, AssertionError, ValueError, KeyError, TypeError)
 
@@ -100,3 +109,50 @@ class Site(Cluster):
         wait_until(
             lambda: self.status(kind)["state"] == "stream-wals", 60, f"{kind} secondary streaming"
         )
+
+
+#: WAL entries the primary of ``replication_pair`` keeps: a secondary that misses
+#: more must catch up by a sync.
+RING = 20
+SMALL_RING = f"replication {{\n  logshipper_buffer_length = {RING}\n}}\n"
+
+
+@contextmanager
+def replication_pair(
+    base: Path, kind: str, prepare: Callable[[Site], object] = lambda site: None
+) -> Iterator[tuple[Site, Site]]:
+    """A primary with a small WAL ring and a ``kind`` secondary streaming from it;
+    ``prepare`` runs on the primary before replication is enabled."""
+    started: list[Site] = []
+    try:
+        primary = Site(base / "primary", SMALL_RING).start()
+        started.append(primary)
+        secondary = Site(base / kind).start()
+        started.append(secondary)
+        prepare(primary)
+        primary.enable_primary(kind)
+        secondary.become_secondary(kind, primary.secondary_token(kind, f"{kind}1"), primary)
+        yield primary, secondary
+    finally:
+        for site in started:
+            site.close()
+
+
+def node_ok(node: Node, method: str, path: str, body: object = None, token: str = "") -> Any:
+    """One call to one node of a plain cluster that must succeed; its JSON (or {})."""
+    reply = node.request(method, f"/v1/{path}", body, token=token or None)
+    assert reply.status in (200, 204), f"{method} {path}: {reply.status} {reply.body[:300]!r}"
+    return reply.json if reply.status == 200 else {}
+
+
+@contextmanager
+def bootstrapped_pair(base: Path) -> Iterator[tuple[Cluster, Cluster]]:
+    """Two three-node clusters, initialised and unsealed, not yet replicating."""
+    primary, secondary = Cluster(base / "p", 3), Cluster(base / "s", 3)
+    try:
+        primary.bootstrap()
+        secondary.bootstrap()
+        yield primary, secondary
+    finally:
+        primary.close()
+        secondary.close()

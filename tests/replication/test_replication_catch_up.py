@@ -17,28 +17,15 @@ from typing import Any
 
 import pytest
 
-from tests.replication.clusters import Site, wait_until
+from tests.replication.clusters import RING, Site, replication_pair, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
-
-RING = 20
-SMALL_RING = f"replication {{\n  logshipper_buffer_length = {RING}\n}}\n"
 
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[tuple[Site, Site]]:
-    started: list[Site] = []
-    try:
-        primary = Site(tmp_path / "primary", SMALL_RING).start()
-        started.append(primary)
-        dr = Site(tmp_path / "dr").start()
-        started.append(dr)
-        primary.enable_primary("dr")
-        dr.become_secondary("dr", primary.secondary_token("dr", "dr1"), primary)
-        yield primary, dr
-    finally:
-        for site in started:
-            site.close()
+    with replication_pair(tmp_path, "dr") as sites:
+        yield sites
 
 
 def _synced(site: Site) -> list[dict[str, Any]]:

@@ -17,27 +17,15 @@ import pytest
 
 from harness.cluster import Cluster, Node
 from harness.ports import free_port
-from tests.replication.clusters import wait_until
+from tests.replication.clusters import bootstrapped_pair, node_ok, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[tuple[Cluster, Cluster]]:
-    primary, secondary = Cluster(tmp_path / "p", 3), Cluster(tmp_path / "s", 3)
-    try:
-        primary.bootstrap()
-        secondary.bootstrap()
-        yield primary, secondary
-    finally:
-        primary.close()
-        secondary.close()
-
-
-def _ok(node: Node, path: str, body: object, token: str) -> dict:  # type: ignore[type-arg]
-    reply = node.request("POST", f"/v1/{path}", body, token=token)
-    assert reply.status in (200, 204), f"{path}: {reply.status} {reply.body[:300]!r}"
-    return reply.json if reply.status == 200 else {}
+    with bootstrapped_pair(tmp_path) as clusters:
+        yield clusters
 
 
 def _submit(node: Node, keys: list[str]) -> list[tuple[int, dict]]:  # type: ignore[type-arg]
@@ -54,10 +42,12 @@ def test_a_dr_node_unsealed_without_a_quorum_answers_503_and_unseals_later(
     root = primary.root_token
     active = primary.active()
     addr = f"127.0.0.1:{free_port()}"
-    _ok(active, "sys/replication/dr/primary/enable", {"primary_cluster_addr": addr}, root)
-    token = _ok(active, "sys/replication/dr/primary/secondary-token", {"id": "s"}, root)
-    _ok(
+    enable = {"primary_cluster_addr": addr}
+    node_ok(active, "POST", "sys/replication/dr/primary/enable", enable, root)
+    token = node_ok(active, "POST", "sys/replication/dr/primary/secondary-token", {"id": "s"}, root)
+    node_ok(
         secondary.active(),
+        "POST",
         "sys/replication/dr/secondary/enable",
         {"token": token["wrap_info"]["token"]},
         secondary.root_token,

@@ -19,7 +19,7 @@ import pytest
 
 from harness.cluster import Cluster, Node
 from harness.ports import free_port
-from tests.replication.clusters import wait_until
+from tests.replication.clusters import bootstrapped_pair, node_ok, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
@@ -33,20 +33,8 @@ class Site(Cluster):
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[tuple[Cluster, Cluster]]:
-    primary, secondary = Cluster(tmp_path / "p", 3), Cluster(tmp_path / "s", 3)
-    try:
-        primary.bootstrap()
-        secondary.bootstrap()
-        yield primary, secondary
-    finally:
-        primary.close()
-        secondary.close()
-
-
-def _ok(node: Node, method: str, path: str, body: object = None, token: str = "") -> dict:  # type: ignore[type-arg]
-    reply = node.request(method, f"/v1/{path}", body, token=token or None)
-    assert reply.status in (200, 204), f"{method} {path}: {reply.status} {reply.body[:300]!r}"
-    return reply.json if reply.status == 200 else {}
+    with bootstrapped_pair(tmp_path) as clusters:
+        yield clusters
 
 
 def _read(node: Node, token: str, path: str) -> object:
@@ -60,28 +48,29 @@ def test_replication_follows_the_active_node_on_both_sides(
     primary, secondary = pair
     root = primary.root_token
     active = primary.active()
-    _ok(
+    node_ok(
         active,
         "POST",
         "sys/policy/reader",
         {"policy": 'path "secret/*" { capabilities = ["read", "create", "update"] }'},
         root,
     )
-    _ok(active, "POST", "sys/auth/userpass", {"type": "userpass"}, root)
-    _ok(active, "POST", "auth/userpass/users/ops", {"password": "pw", "policies": "reader"}, root)
-    _ok(active, "POST", "secret/data/one", {"data": {"v": "1"}}, root)
-    _ok(
+    node_ok(active, "POST", "sys/auth/userpass", {"type": "userpass"}, root)
+    ops = {"password": "pw", "policies": "reader"}
+    node_ok(active, "POST", "auth/userpass/users/ops", ops, root)
+    node_ok(active, "POST", "secret/data/one", {"data": {"v": "1"}}, root)
+    node_ok(
         active,
         "POST",
         "sys/replication/performance/primary/enable",
         {"primary_cluster_addr": f"127.0.0.1:{free_port()}"},
         root,
     )
-    token = _ok(
+    token = node_ok(
         active, "POST", "sys/replication/performance/primary/secondary-token", {"id": "s"}, root
     )["wrap_info"]["token"]
 
-    _ok(
+    node_ok(
         secondary.active(),
         "POST",
         "sys/replication/performance/secondary/enable",
@@ -120,7 +109,7 @@ def test_replication_follows_the_active_node_on_both_sides(
     active.kill()
     survivors = [n for n in primary.nodes if n is not active]
     new_active = primary.active(among=survivors, timeout=60)
-    _ok(new_active, "POST", "secret/data/two", {"data": {"v": "2"}}, root)
+    node_ok(new_active, "POST", "secret/data/two", {"data": {"v": "2"}}, root)
     for node in secondary.nodes:
         wait_until(
             lambda node=node: _read(node, user, "secret/data/two") == {"v": "2"},
@@ -133,7 +122,7 @@ def test_replication_follows_the_active_node_on_both_sides(
     old.kill()
     rest = [n for n in secondary.nodes if n is not old]
     secondary.active(among=rest, timeout=60)
-    _ok(new_active, "POST", "secret/data/three", {"data": {"v": "3"}}, root)
+    node_ok(new_active, "POST", "secret/data/three", {"data": {"v": "3"}}, root)
     for node in rest:
         wait_until(
             lambda node=node: _read(node, user, "secret/data/three") == {"v": "3"},

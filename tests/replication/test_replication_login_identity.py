@@ -20,32 +20,23 @@ from typing import Any
 
 import pytest
 
-from tests.replication.clusters import Site, wait_until
+from tests.replication.clusters import RING, Site, replication_pair, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
-RING = 20
-SMALL_RING = f"replication {{\n  logshipper_buffer_length = {RING}\n}}\n"
 ADMIN = 'path "*" { capabilities = ["create", "read", "update", "delete", "list", "sudo"] }'
+
+
+def _users(primary: Site) -> None:
+    primary.ok("POST", "sys/policy/admin", {"policy": ADMIN})
+    primary.ok("POST", "sys/auth/userpass", {"type": "userpass"})
+    primary.ok("POST", "auth/userpass/users/alice", {"password": "pw", "policies": "admin"})
 
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[tuple[Site, Site]]:
-    started: list[Site] = []
-    try:
-        primary = Site(tmp_path / "primary", SMALL_RING).start()
-        started.append(primary)
-        perf = Site(tmp_path / "perf").start()
-        started.append(perf)
-        primary.ok("POST", "sys/policy/admin", {"policy": ADMIN})
-        primary.ok("POST", "sys/auth/userpass", {"type": "userpass"})
-        primary.ok("POST", "auth/userpass/users/alice", {"password": "pw", "policies": "admin"})
-        primary.enable_primary("performance")
-        perf.become_secondary("performance", primary.secondary_token("performance", "p1"), primary)
-        yield primary, perf
-    finally:
-        for site in started:
-            site.close()
+    with replication_pair(tmp_path, "performance", _users) as sites:
+        yield sites
 
 
 def _login(site: Site, user: str = "alice") -> dict[str, Any]:
