@@ -17,6 +17,7 @@ from aiohttp import web
 from api.app import create_app
 from api.cluster_setup import raft_core
 from api.forwarding import Forwarder
+from api.gc_tuning import freeze_startup_objects, set_thresholds
 from api.listener import ListenerLimits
 from api.listener import serve as serve_listener
 from api.tls import CertificateReloader
@@ -204,6 +205,7 @@ async def serve(config: ServerConfig, dev: bool, dev_root_token_id: str) -> None
             print(banner, flush=True)
         for listener in config.listeners:
             print(f"==> Coffer server listening on {listener.address}", flush=True)
+        freeze_startup_objects()
         await stop.wait()
         if fatal:
             raise fatal[0]
@@ -287,6 +289,7 @@ def main(argv: list[str]) -> int:
         print(f"Error loading configuration: {exc}", file=sys.stderr)
         return 1
     configure_logging(args.log_level or config.log_level)
+    set_thresholds()
     try:
         run_on_server_loop(serve(config, args.dev, args.dev_root_token_id))
     except (ConfigError, CofferError, OSError) as exc:

@@ -6,7 +6,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -69,6 +76,9 @@ class Metrics:
             registry=self.registry,
         )
         self.started.set(time.time())
+        # python_gc_*: collections per generation, read from ``gc.get_stats()`` at
+        # scrape time (the collector's settings: api/gc_tuning.py).
+        GCCollector(registry=self.registry)
 
     def watch_cache(self, stats: CacheStats) -> None:
         """Export a cache's hit and miss counts and size (Vault's ``cache.hit``/``miss``)."""
