@@ -50,7 +50,7 @@ from consensus.commands import (
     Txn,
 )
 from sdk.errors import InvalidRequestError
-from sdk.physical import Check, Delete, Put, children_of, validate_key
+from sdk.physical import Delete, Put, children_of, validate_key
 
 __all__ = ["IDEMPOTENCY_WINDOW", "ChangeSet", "KVState", "StateImage"]
 
@@ -191,15 +191,25 @@ class KVState:
     def _batch(self, index: int, batch: Batch) -> tuple[BatchResult, ChangeSet | None]:
         first = index + self._offset
         results: list[Result] = []
+        #: The keys changed by the whole entry, in order, each once.
         changed: dict[str, None] = {}
+        known_results = self._results
         for position, inner in enumerate(batch.commands):
             if isinstance(inner, Rejected):
                 results.append(inner)
                 continue
-            result, changes = self._once(first + position, inner)
+            result = known_results.get(inner.id)
+            if result is None:
+                # A batch holds transactions: each adds its keys to the entry's
+                # set directly (no change set per transaction).
+                if type(inner) is Txn:
+                    result = self._txn(first + position, inner, changed)
+                else:
+                    result, changes = self._apply_new(first + position, inner)
+                    if changes is not None:
+                        changed.update(dict.fromkeys(changes.keys))
+                self._remember(inner.id, result)
             results.append(result)
-            if changes is not None:
-                changed.update(dict.fromkeys(changes.keys))
         self._offset += len(batch.commands) - 1
         last = first + len(batch.commands) - 1
         return BatchResult(tuple(results)), ChangeSet(last, tuple(changed)) if changed else None
@@ -210,10 +220,14 @@ class KVState:
         if known is not None:
             return known, None
         result, changed = self._apply_new(revision, command)
-        self._results[command.id] = result
-        while len(self._results) > IDEMPOTENCY_WINDOW:
-            self._results.popitem(last=False)
+        self._remember(command.id, result)
         return result, changed
+
+    def _remember(self, command_id: str, result: Result) -> None:
+        results = self._results
+        results[command_id] = result
+        if len(results) > IDEMPOTENCY_WINDOW:
+            results.popitem(last=False)
 
     def _apply_new(self, revision: int, command: Command) -> tuple[Result, ChangeSet | None]:
         if isinstance(command, MemberChange):
@@ -224,43 +238,43 @@ class KVState:
             return Applied(revision), None
         if isinstance(command, Restore):
             return self._restore(revision, command)
-        return self._txn(revision, command)
+        changed: dict[str, None] = {}
+        result = self._txn(revision, command, changed)
+        return result, ChangeSet(revision, tuple(changed)) if changed else None
 
-    def _txn(self, revision: int, command: Txn) -> tuple[Result, ChangeSet | None]:
+    def _txn(self, revision: int, command: Txn, changed: dict[str, None]) -> Result:
+        """Apply ``command``, adding the keys it changed to ``changed``."""
         try:
             for op in command.ops:
                 validate_key(op.key)
         except InvalidRequestError as exc:
-            return Rejected(str(exc)), None
+            return Rejected(str(exc))
+        data = self._data
         for op in command.ops:
             if op.expect is None:
                 continue
-            current = self._data.get(op.key)
+            current = data.get(op.key)
             actual = current[1] if current else 0
             if actual != op.expect:
-                return Mismatch(op.key, op.expect, actual), None
-        changed: list[str] = []
-        data = self._data
+                return Mismatch(op.key, op.expect, actual)
         for op in command.ops:
+            key = op.key
             if isinstance(op, Put):
-                if op.key not in data:
-                    if op.key in self._removed:
-                        self._removed.discard(op.key)  # still in the sorted list
+                if key not in data:
+                    if key in self._removed:
+                        self._removed.discard(key)  # still in the sorted list
                     else:
-                        self._added.add(op.key)
-                data[op.key] = (op.value, revision)
-                changed.append(op.key)
-            elif isinstance(op, Delete) and op.key in data:
-                del data[op.key]
-                if op.key in self._added:
-                    self._added.discard(op.key)  # never reached the sorted list
+                        self._added.add(key)
+                data[key] = (op.value, revision)
+                changed[key] = None
+            elif isinstance(op, Delete) and key in data:
+                del data[key]
+                if key in self._added:
+                    self._added.discard(key)  # never reached the sorted list
                 else:
-                    self._removed.add(op.key)
-                changed.append(op.key)
-            elif isinstance(op, Check):
-                continue
-        changes = ChangeSet(revision, tuple(dict.fromkeys(changed))) if changed else None
-        return Applied(revision), changes
+                    self._removed.add(key)
+                changed[key] = None
+        return Applied(revision)
 
     def _restore(self, revision: int, command: Restore) -> tuple[Result, ChangeSet | None]:
         try:

@@ -8,10 +8,13 @@ from hypothesis import strategies as st
 
 from consensus.commands import (
     Applied,
+    Batch,
+    BatchResult,
     MemberChange,
     Mismatch,
     Rejected,
     Restore,
+    Result,
     Txn,
 )
 from consensus.state import IDEMPOTENCY_WINDOW, ChangeSet, KVState
@@ -218,3 +221,46 @@ def test_restore_and_load_drop_pending_keys() -> None:
     state.apply(4, txn("b", Put("later", b"3"), Delete("kept")))
     state.load(image)
     assert state.list("") == ["kept"]
+
+
+_OPS = st.lists(
+    st.one_of(
+        st.builds(Put, _KEYS, st.just(b"v"), st.sampled_from([None, 0, 2, 3])),
+        st.builds(Delete, _KEYS, st.sampled_from([None, 0, 2])),
+        st.builds(Check, _KEYS, st.sampled_from([0, 2])),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_OPS, min_size=1, max_size=8), st.lists(st.booleans(), max_size=8))
+def test_a_batch_applies_as_its_transactions_would_one_entry_each(
+    txns: list[list[Put | Delete | Check]], repeat_id: list[bool]
+) -> None:
+    """Same values, revisions, results and changed keys (in order, once each) as
+    separate entries, also with a retried id inside the batch."""
+    commands = [
+        txn("c0" if index and repeat_id[index : index + 1] == [True] else f"c{index}", *ops)
+        for index, ops in enumerate(txns)
+    ]
+    batched, single = KVState(), KVState()
+    for state in (batched, single):
+        state.apply(1, txn("seed", Put("a", b"s"), Put("b", b"s")))
+
+    result, changes = batched.apply(2, Batch(tuple(commands)))
+
+    expected_keys: dict[str, None] = {}
+    expected_results: list[Result] = []
+    for position, command in enumerate(commands):
+        one, one_changes = single.apply(2 + position, command)
+        assert not isinstance(one, BatchResult)
+        expected_results.append(one)
+        if one_changes is not None:
+            expected_keys.update(dict.fromkeys(one_changes.keys))
+    assert result == BatchResult(tuple(expected_results))
+    assert (changes.keys if changes else ()) == tuple(expected_keys)
+    for key in ("a", "a/b", "a/c", "b", "b/x/y", "c", "ca", "d/e", "d/f", "z"):
+        assert batched.get(key) == single.get(key)
+    assert batched.list("") == single.list("")
