@@ -9,7 +9,9 @@ go to each in turn (ABBA order), so that another job's load falls on both alike:
 ``bench.writecost`` starts them one after the other, and on a shared two-core
 machine its rounds moved by ±20 % with the other load. Per slice: the serving
 process's event-loop (main) thread, its other threads and the whole process, in
-µs of CPU per write; at the end the medians and the paired loop difference.
+µs of CPU per write; with three nodes also a follower's (the mean of the standbys:
+whole process, loop thread, other threads); at the end the medians and the paired
+loop (and follower) differences.
 """
 
 from __future__ import annotations
@@ -56,19 +58,46 @@ def _prepare(target: Target) -> Op:
     return op
 
 
+def _followers(target: Target, serving: int) -> list[int]:
+    if not isinstance(target, CofferCluster):
+        return []
+    pids = [n.proc.pid for n in target.nodes if n.proc is not None]
+    return [pid for pid in pids if pid != serving]
+
+
+def _follower_cpu(pids: list[int]) -> tuple[float, float, float]:
+    """Summed over ``pids``: (process, loop thread, other threads) CPU seconds."""
+    process = loop = other = 0.0
+    for pid in pids:
+        threads = thread_cpu_seconds(pid)
+        process += cpu_seconds(pid)
+        loop += threads[0]
+        other += threads[1]
+    return process, loop, other
+
+
 def _slice(target: Target, op: Op, seconds: float) -> dict[str, float]:
     pid = _serving_pid(target)
+    followers = _followers(target, pid)
     threads, process = thread_cpu_seconds(pid), cpu_seconds(pid)
+    before = _follower_cpu(followers)
     result = asyncio.run(run_load(op, concurrency=CONCURRENCY, seconds=seconds, warmup=0.0))
     threads_after, process_after = thread_cpu_seconds(pid), cpu_seconds(pid)
+    after = _follower_cpu(followers)
     ops = max(result.ops, 1)
-    return {
+    record = {
         "loop_us": 1e6 * (threads_after[0] - threads[0]) / ops,
         "other_threads_us": 1e6 * (threads_after[1] - threads[1]) / ops,
         "process_us": 1e6 * (process_after - process) / ops,
         "writes_per_s": result.throughput,
         "errors": float(sum(result.errors.values())),
     }
+    if followers:
+        per = 1e6 / ops / len(followers)
+        record["follower_us"] = per * (after[0] - before[0])
+        record["follower_loop_us"] = per * (after[1] - before[1])
+        record["follower_other_us"] = per * (after[2] - before[2])
+    return record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +139,26 @@ def main(argv: list[str] | None = None) -> int:
     before, after = (rows[r] for r in args.revisions)
     paired = [b["loop_us"] - a["loop_us"] for a, b in zip(before, after, strict=True)]
     print(f"  paired loop difference (after - before): median {statistics.median(paired):.0f} µs")
+    if all("follower_us" in r for r in before + after):
+        _print_followers(rows, before, after)
     return 0
+
+
+def _print_followers(
+    rows: dict[str, list[dict[str, float]]],
+    before: list[dict[str, float]],
+    after: list[dict[str, float]],
+) -> None:
+    print("follower medians, µs of CPU per write per follower (process / loop / other threads):")
+    for revision, records in rows.items():
+        process = statistics.median(r["follower_us"] for r in records)
+        loop = statistics.median(r["follower_loop_us"] for r in records)
+        other = statistics.median(r["follower_other_us"] for r in records)
+        print(f"  {revision:>10} {process:6.0f} / {loop:5.0f} / {other:5.0f}")
+    paired = [b["follower_us"] - a["follower_us"] for a, b in zip(before, after, strict=True)]
+    print(
+        f"  paired follower difference (after - before): median {statistics.median(paired):.0f} µs"
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,11 @@ space (``log index + offset``), so waiting for a write's revision still means
 waiting until the entry that carries it is applied.
 
 Reads come from the event loop while the Raft thread applies, so the data and
-its sorted key list change together under one lock.
+its sorted key list change together under one lock. The sorted list is brought
+up to date by the next ``list`` rather than by every write: keys added and
+removed since are held in two sets and merged in one pass (issue 16: an
+``insort`` per new key moved the whole list, on every replica, for every write
+of a KV v2 version key, though a follower hardly ever lists).
 
 A :class:`~consensus.commands.Batch` entry applies its transactions in order,
 each on its own (a mismatch in one leaves the others applied), each
@@ -27,6 +31,7 @@ remembered under its own id and with its own revision.
 from __future__ import annotations
 
 import bisect
+import builtins
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -45,13 +50,16 @@ from consensus.commands import (
     Txn,
 )
 from sdk.errors import InvalidRequestError
-from sdk.physical import Check, Delete, Put, children_of, validate_key
+from sdk.physical import Delete, Put, children_of, validate_key
 
 __all__ = ["IDEMPOTENCY_WINDOW", "ChangeSet", "KVState", "StateImage"]
 
 #: Command ids remembered for retries. Part of the replicated semantics, so a
 #: constant of the format rather than a per-node setting.
 IDEMPOTENCY_WINDOW = 50_000
+#: Up to this many pending keys are merged into the sorted list one at a time;
+#: more, in one pass over it.
+_MERGE_ONE_BY_ONE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +90,11 @@ class KVState:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._data: dict[str, tuple[bytes, int]] = {}
+        #: Sorted, except for the keys in ``_added`` (in ``_data``, not here yet)
+        #: and ``_removed`` (here, no longer in ``_data``): see ``_sorted_keys``.
         self._keys: list[str] = []
+        self._added: set[str] = set()
+        self._removed: set[str] = set()
         self._applied = 0
         self._results: OrderedDict[str, Result] = OrderedDict()
         self._members: dict[str, str] = {}
@@ -106,13 +118,34 @@ class KVState:
 
     def list(self, prefix: str) -> list[str]:
         with self._lock:
-            start = bisect.bisect_left(self._keys, prefix)
+            keys = self._sorted_keys()
+            start = bisect.bisect_left(keys, prefix)
             matched = []
-            for key in self._keys[start:]:
+            for key in keys[start:]:
                 if not key.startswith(prefix):
                     break
                 matched.append(key)
         return children_of(prefix, matched)
+
+    def _sorted_keys(self) -> builtins.list[str]:
+        """Every key, sorted: the pending additions and removals merged in (lock held)."""
+        keys = self._keys
+        if self._removed:
+            removed, self._removed = self._removed, set()
+            if len(removed) <= _MERGE_ONE_BY_ONE:
+                for key in removed:
+                    keys.pop(bisect.bisect_left(keys, key))
+            else:
+                keys = self._keys = [key for key in keys if key not in removed]
+        if self._added:
+            added, self._added = self._added, set()
+            if len(added) <= _MERGE_ONE_BY_ONE:
+                for key in added:
+                    bisect.insort(keys, key)
+            else:
+                keys.extend(added)
+                keys.sort()  # a sorted run and a tail: one merge pass
+        return keys
 
     def result_for(self, command_id: str) -> Result | None:
         with self._lock:
@@ -158,15 +191,25 @@ class KVState:
     def _batch(self, index: int, batch: Batch) -> tuple[BatchResult, ChangeSet | None]:
         first = index + self._offset
         results: list[Result] = []
+        #: The keys changed by the whole entry, in order, each once.
         changed: dict[str, None] = {}
+        known_results = self._results
         for position, inner in enumerate(batch.commands):
             if isinstance(inner, Rejected):
                 results.append(inner)
                 continue
-            result, changes = self._once(first + position, inner)
+            result = known_results.get(inner.id)
+            if result is None:
+                # A batch holds transactions: each adds its keys to the entry's
+                # set directly (no change set per transaction).
+                if type(inner) is Txn:
+                    result = self._txn(first + position, inner, changed)
+                else:
+                    result, changes = self._apply_new(first + position, inner)
+                    if changes is not None:
+                        changed.update(dict.fromkeys(changes.keys))
+                self._remember(inner.id, result)
             results.append(result)
-            if changes is not None:
-                changed.update(dict.fromkeys(changes.keys))
         self._offset += len(batch.commands) - 1
         last = first + len(batch.commands) - 1
         return BatchResult(tuple(results)), ChangeSet(last, tuple(changed)) if changed else None
@@ -177,10 +220,14 @@ class KVState:
         if known is not None:
             return known, None
         result, changed = self._apply_new(revision, command)
-        self._results[command.id] = result
-        while len(self._results) > IDEMPOTENCY_WINDOW:
-            self._results.popitem(last=False)
+        self._remember(command.id, result)
         return result, changed
+
+    def _remember(self, command_id: str, result: Result) -> None:
+        results = self._results
+        results[command_id] = result
+        if len(results) > IDEMPOTENCY_WINDOW:
+            results.popitem(last=False)
 
     def _apply_new(self, revision: int, command: Command) -> tuple[Result, ChangeSet | None]:
         if isinstance(command, MemberChange):
@@ -191,36 +238,43 @@ class KVState:
             return Applied(revision), None
         if isinstance(command, Restore):
             return self._restore(revision, command)
-        return self._txn(revision, command)
+        changed: dict[str, None] = {}
+        result = self._txn(revision, command, changed)
+        return result, ChangeSet(revision, tuple(changed)) if changed else None
 
-    def _txn(self, revision: int, command: Txn) -> tuple[Result, ChangeSet | None]:
+    def _txn(self, revision: int, command: Txn, changed: dict[str, None]) -> Result:
+        """Apply ``command``, adding the keys it changed to ``changed``."""
         try:
             for op in command.ops:
                 validate_key(op.key)
         except InvalidRequestError as exc:
-            return Rejected(str(exc)), None
+            return Rejected(str(exc))
+        data = self._data
         for op in command.ops:
             if op.expect is None:
                 continue
-            current = self._data.get(op.key)
+            current = data.get(op.key)
             actual = current[1] if current else 0
             if actual != op.expect:
-                return Mismatch(op.key, op.expect, actual), None
-        changed: list[str] = []
+                return Mismatch(op.key, op.expect, actual)
         for op in command.ops:
+            key = op.key
             if isinstance(op, Put):
-                if op.key not in self._data:
-                    bisect.insort(self._keys, op.key)
-                self._data[op.key] = (op.value, revision)
-                changed.append(op.key)
-            elif isinstance(op, Delete) and op.key in self._data:
-                del self._data[op.key]
-                self._keys.pop(bisect.bisect_left(self._keys, op.key))
-                changed.append(op.key)
-            elif isinstance(op, Check):
-                continue
-        changes = ChangeSet(revision, tuple(dict.fromkeys(changed))) if changed else None
-        return Applied(revision), changes
+                if key not in data:
+                    if key in self._removed:
+                        self._removed.discard(key)  # still in the sorted list
+                    else:
+                        self._added.add(key)
+                data[key] = (op.value, revision)
+                changed[key] = None
+            elif isinstance(op, Delete) and key in data:
+                del data[key]
+                if key in self._added:
+                    self._added.discard(key)  # never reached the sorted list
+                else:
+                    self._removed.add(key)
+                changed[key] = None
+        return Applied(revision)
 
     def _restore(self, revision: int, command: Restore) -> tuple[Result, ChangeSet | None]:
         try:
@@ -233,6 +287,7 @@ class KVState:
         # next write.
         self._data = {key: (value, revision) for key, value in command.items}
         self._keys = sorted(self._data)
+        self._added, self._removed = set(), set()
         return Applied(revision), ChangeSet(revision, (), reset=True)
 
     # -- images (dumps, exports, snapshot installs) ----------------------------
@@ -256,6 +311,7 @@ class KVState:
         with self._lock:
             self._data = dict(image.data)
             self._keys = sorted(self._data)
+            self._added, self._removed = set(), set()
             self._applied = image.applied
             self._results = results
             self._members = dict(image.members)

@@ -7,8 +7,8 @@ silently overwrite each other.
 
 Every way a backend comes or goes passes through here: load at unseal,
 mount, unmount, remount, tune, seal, and the writes another node made
-(``reconcile`` for a changed table, ``invalidate`` for a key under a mount's
-storage, called by ``node.core.replicated``). So backends see one lifecycle:
+(``reconcile`` for a changed table, ``invalidate_keys`` for the keys under a
+mount's storage, called by ``node.core.replicated``). So backends see one lifecycle:
 built and ``setup`` by the catalog, ``initialize`` once routed,
 ``invalidate(key)`` on a replicated change, ``cleanup`` once unrouted.
 """
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from node.barrier.view import BarrierView
@@ -99,6 +101,9 @@ class MountTable:
         self._core = core
         self._catalog = Catalog(core)
         self._lock = asyncio.Lock()
+        #: The router's ``storage_owners`` this index was built from, and the index.
+        self._owners: tuple[tuple[str, Backend], ...] = ()
+        self._index: _OwnerIndex | None = _OwnerIndex(())
 
     def _view(self, namespace: Namespace) -> BarrierView:
         return BarrierView(self._core.barrier, namespace.storage_prefix + _TABLES_UNDER)
@@ -212,11 +217,24 @@ class MountTable:
 
         Returns whether a mount owns the key.
         """
-        for prefix, backend in self._core.router.storage_owners():
-            if key.startswith(prefix):
-                backend.invalidate(key[len(prefix) :])
-                return True
-        return False
+        return not self.invalidate_keys((key,))
+
+    def invalidate_keys(self, keys: Iterable[str]) -> list[str]:
+        """:meth:`invalidate` each of ``keys``; those no mount owns, in order."""
+        owners = self._core.router.storage_owners()
+        if owners is not self._owners:
+            self._owners, self._index = owners, _OwnerIndex.of(owners)
+        if self._index is not None:
+            return self._index.invalidate_keys(keys)
+        others = []
+        for key in keys:
+            for prefix, backend in owners:  # nested prefixes: the first in mount order
+                if key.startswith(prefix):
+                    backend.invalidate(key[len(prefix) :])
+                    break
+            else:
+                others.append(key)
+        return others
 
     def invalidate_all(self) -> None:
         """Anything may have changed (a snapshot restore): every backend drops its caches."""
@@ -319,6 +337,39 @@ class MountTable:
             await self._attach(moved)
             await self._save_current(namespace, table)
             return moved
+
+
+class _OwnerIndex:
+    """Storage prefix -> backend, for prefixes none of which starts another (so at
+    most one matches a key): a key's owner is found by a lookup per distinct prefix
+    length instead of a ``startswith`` per mount. Every key of every applied entry
+    is matched (issue 16), nearly all of them under one KV mount."""
+
+    def __init__(self, owners: tuple[tuple[str, Backend], ...]) -> None:
+        self._by_prefix = dict(owners)
+        self._lengths = sorted({len(prefix) for prefix in self._by_prefix})
+
+    @classmethod
+    def of(cls, owners: tuple[tuple[str, Backend], ...]) -> _OwnerIndex | None:
+        """The index, or ``None`` when a prefix repeats or starts another (in sorted
+        order such a prefix comes right before one it starts)."""
+        prefixes = sorted(prefix for prefix, _ in owners)
+        if any(b.startswith(a) for a, b in pairwise(prefixes)):
+            return None
+        return cls(owners)
+
+    def invalidate_keys(self, keys: Iterable[str]) -> list[str]:
+        by_prefix, lengths = self._by_prefix, self._lengths
+        others = []
+        for key in keys:
+            for length in lengths:
+                backend = by_prefix.get(key[:length])
+                if backend is not None:
+                    backend.invalidate(key[length:])
+                    break
+            else:
+                others.append(key)
+        return others
 
 
 async def delete_prefix(view: BarrierView) -> None:

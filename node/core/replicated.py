@@ -97,8 +97,11 @@ class ReplicatedWrites:
             return
         self._seen_index = max(self._seen_index, changes.index)
         jobs: dict[Job, None] = {("all",): None} if changes.reset else {}
+        # Nearly every key is under a mount's storage (a KV write's own keys): its
+        # backend is told at once, and it needs no reload (table, policy, namespace,
+        # keyring and audit keys are all outside ``[namespaces/<id>/]logical|auth/``).
         classify = self._classify
-        for key in changes.keys:
+        for key in self._core.mounts.invalidate_keys(changes.keys):
             if (job := classify(key)) is not None:
                 jobs[job] = None
         if not jobs and not self._queued:
@@ -112,10 +115,8 @@ class ReplicatedWrites:
             self._queue.put_nowait((changes.index, job))
 
     def _classify(self, key: str) -> Job | None:
-        """The reload ``key`` needs, if any; cheap invalidations are done here.
-        Runs for every key of every applied entry (a KV write's own keys too on
-        the active node), so the common case, a key in a mount's storage, is
-        reached by a dict lookup and substring tests, without the regex."""
+        """The reload ``key`` (owned by no mount) needs, if any; cheap invalidations
+        are done here. A substring test spares most keys the regex."""
         core = self._core
         if (job := _FIXED_JOBS.get(key)) is not None:
             return job
@@ -127,8 +128,6 @@ class ReplicatedWrites:
             store = core.policy_store(match["ns"] or ROOT.id)
             store.invalidate(match["name"])
             core.access.clear()
-            return None
-        core.mounts.invalidate(key)
         return None
 
     async def settled(self, index: int, timeout: float) -> None:

@@ -17,6 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from itertools import repeat
 from typing import Any
 
 from node.barrier.barrier import KEYRING_PATH, Barrier
@@ -595,7 +596,8 @@ class Replication:
 
     def observe(self, changes: AppliedChanges) -> None:
         """An entry applied to this cluster's storage (``node.core.replicated``)."""
-        if any(key.startswith(_STATE_PREFIX) for key in changes.keys) or changes.reset:
+        # ``map`` over the keys in C: this runs for every applied entry (issue 16).
+        if changes.reset or any(map(str.startswith, changes.keys, repeat(_STATE_PREFIX))):
             self._reload_soon()  # the active node changed a role: standbys follow
         live = self._live
         if live is None:

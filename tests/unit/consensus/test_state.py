@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from consensus.commands import (
     Applied,
+    Batch,
+    BatchResult,
     MemberChange,
     Mismatch,
     Rejected,
     Restore,
+    Result,
     Txn,
 )
 from consensus.state import IDEMPOTENCY_WINDOW, ChangeSet, KVState
-from sdk.physical import Check, Delete, Put
+from sdk.physical import Check, Delete, Put, children_of
 
 
 def txn(command_id: str, *ops: Put | Delete | Check) -> Txn:
@@ -165,3 +170,97 @@ def test_list_with_an_impossible_prefix_is_empty(prefix: str) -> None:
     state.apply(2, txn("a", Put("a/x", b"1")))
 
     assert state.list(prefix) == []
+
+
+_KEYS = st.sampled_from(["a", "a/b", "a/c", "b", "b/x/y", "c", "ca", "d/e", "d/f", "z"])
+#: (kind, key): a put, a delete or a list (of that key's parent prefix).
+_STEPS = st.lists(st.tuples(st.sampled_from(["put", "delete", "list"]), _KEYS), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_STEPS, st.integers(min_value=0, max_value=3))
+def test_list_matches_the_keys_whatever_the_order_of_writes_and_lists(
+    steps: list[tuple[str, str]], batch_lists_every: int
+) -> None:
+    """The sorted key list is merged lazily (pending adds and removals, one by one
+    or in one pass): every ``list`` must still see exactly the stored keys."""
+    state = KVState()
+    model: set[str] = set()
+    index = 1
+    for position, (kind, key) in enumerate(steps):
+        if kind == "list" or (batch_lists_every and position % (batch_lists_every * 7) == 0):
+            prefix = key.rpartition("/")[0] + "/" if "/" in key else ""
+            matched = sorted(k for k in model if k.startswith(prefix))
+            assert state.list(prefix) == children_of(prefix, matched)
+            continue
+        index += 1
+        op = Put(key, b"v") if kind == "put" else Delete(key)
+        state.apply(index, txn(f"c{index}", op))
+        if kind == "put":
+            model.add(key)
+        else:
+            model.discard(key)
+    assert state.list("") == children_of("", sorted(model))
+
+
+def test_many_pending_keys_merge_in_one_pass() -> None:
+    state = KVState()
+    state.apply(2, txn("a", *(Put(f"k{n:03}", b"v") for n in range(50))))
+    assert state.list("") == [f"k{n:03}" for n in range(50)]
+    state.apply(3, txn("b", *(Delete(f"k{n:03}") for n in range(0, 50, 2))))
+    state.apply(4, txn("c", Put("k000", b"again"), Put("a", b"new")))
+    assert state.list("") == ["a", "k000", *(f"k{n:03}" for n in range(1, 50, 2))]
+
+
+def test_restore_and_load_drop_pending_keys() -> None:
+    state = KVState()
+    state.apply(2, txn("a", Put("gone", b"1")))
+    state.apply(3, Restore("r", (("kept", b"2"),)))
+    assert state.list("") == ["kept"]
+    image = state.capture()
+    state.apply(4, txn("b", Put("later", b"3"), Delete("kept")))
+    state.load(image)
+    assert state.list("") == ["kept"]
+
+
+_OPS = st.lists(
+    st.one_of(
+        st.builds(Put, _KEYS, st.just(b"v"), st.sampled_from([None, 0, 2, 3])),
+        st.builds(Delete, _KEYS, st.sampled_from([None, 0, 2])),
+        st.builds(Check, _KEYS, st.sampled_from([0, 2])),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_OPS, min_size=1, max_size=8), st.lists(st.booleans(), max_size=8))
+def test_a_batch_applies_as_its_transactions_would_one_entry_each(
+    txns: list[list[Put | Delete | Check]], repeat_id: list[bool]
+) -> None:
+    """Same values, revisions, results and changed keys (in order, once each) as
+    separate entries, also with a retried id inside the batch."""
+    commands = [
+        txn("c0" if index and repeat_id[index : index + 1] == [True] else f"c{index}", *ops)
+        for index, ops in enumerate(txns)
+    ]
+    batched, single = KVState(), KVState()
+    for state in (batched, single):
+        state.apply(1, txn("seed", Put("a", b"s"), Put("b", b"s")))
+
+    result, changes = batched.apply(2, Batch(tuple(commands)))
+
+    expected_keys: dict[str, None] = {}
+    expected_results: list[Result] = []
+    for position, command in enumerate(commands):
+        one, one_changes = single.apply(2 + position, command)
+        assert not isinstance(one, BatchResult)
+        expected_results.append(one)
+        if one_changes is not None:
+            expected_keys.update(dict.fromkeys(one_changes.keys))
+    assert result == BatchResult(tuple(expected_results))
+    assert (changes.keys if changes else ()) == tuple(expected_keys)
+    for key in ("a", "a/b", "a/c", "b", "b/x/y", "c", "ca", "d/e", "d/f", "z"):
+        assert batched.get(key) == single.get(key)
+    assert batched.list("") == single.list("")

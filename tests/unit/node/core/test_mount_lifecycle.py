@@ -200,3 +200,51 @@ async def test_an_entry_needing_no_reload_is_settled_only_after_the_reloads_befo
     pair.index += 1
     replicated.on_changes(ChangeSet(pair.index, ("logical/another-key",)))
     await replicated.settled(pair.index, timeout=0)
+
+
+class _Owners:
+    """A router stand-in: only ``storage_owners``, rebuilt (a new tuple) on change."""
+
+    def __init__(self, *owners: tuple[str, Backend]) -> None:
+        self.owners = owners
+
+    def storage_owners(self) -> tuple[tuple[str, Backend], ...]:
+        return self.owners
+
+
+class _Told:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def invalidate(self, key: str) -> None:
+        self.keys.append(key)
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_invalidate_keys_tells_each_owner_and_returns_the_unowned_keys(nested: bool) -> None:
+    """Distinct prefixes take the index (a lookup per prefix length); nested ones
+    the scan in mount order, where the first mount that matches owns the key."""
+    from types import SimpleNamespace
+
+    from node.core.mount_table import MountTable
+
+    kv, auth, inner = _Told(), _Told(), _Told()
+    owners: list[tuple[str, Backend]] = [("logical/u1/", kv), ("auth/u2/", auth)]  # type: ignore[list-item]
+    if nested:
+        owners.append(("logical/u1/sub/", inner))  # type: ignore[arg-type]
+    router = _Owners(*owners)
+    table = MountTable(SimpleNamespace(router=router))  # type: ignore[arg-type]
+
+    left = table.invalidate_keys(
+        ["logical/u1/a", "core/mounts", "auth/u2/b/c", "logical/u1/sub/x", "logical/u10/z"]
+    )
+
+    assert left == ["core/mounts", "logical/u10/z"]
+    assert kv.keys == ["a", "sub/x"]
+    assert auth.keys == ["b/c"]
+    assert inner.keys == []
+    # The routes change: the index follows.
+    router.owners = (("logical/u10/", inner),)  # type: ignore[assignment]
+    assert table.invalidate("logical/u10/z")
+    assert not table.invalidate("logical/u1/a")
+    assert inner.keys == ["z"]
