@@ -2,9 +2,11 @@
 
     python -m bench.loop_ab --slices 16 --seconds 3 a5ca847 .         # three nodes
     python -m bench.loop_ab --one --slices 12 --seconds 3 a5ca847 .   # one node, inmem
+    python -m bench.loop_ab --one --workload kv2-read c1608aa^ c1608aa  # reads
 
 Both revisions' servers (``.`` is the working tree; anything else is exported with
-``git archive``) run at the same time, and short slices of KV v2 writes at c=32
+``git archive``) run at the same time, and short slices of KV v2 writes (or
+``--workload``: "per write" then means per operation) at c=32
 go to each in turn (ABBA order), so that another job's load falls on both alike:
 ``bench.writecost`` starts them one after the other, and on a shared two-core
 machine its rounds moved by ±20 % with the other load. Per slice: the serving
@@ -41,10 +43,10 @@ def _serving_pid(target: Target) -> int:
     return target.pids()[0]
 
 
-def _prepare(target: Target) -> Op:
+def _prepare(target: Target, kind: str = "kv2-write") -> Op:
     view = "active" if isinstance(target, CofferCluster) else "node"
     endpoints = target.endpoints(view)
-    load = workload("coffer", "kv2-write")
+    load = workload("coffer", kind)
     for attempt in range(5):
         try:
             asyncio.run(load.setup(endpoints))
@@ -106,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slices", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--one", action="store_true", help="one node on inmem, not three")
+    parser.add_argument(
+        "--workload", default="kv2-write", help="a bench.workloads name (kv2-read: reads)"
+    )
     args = parser.parse_args(argv)
     import uvloop
 
@@ -118,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for target in targets:
             target.__enter__()
-        ops = [_prepare(t) for t in targets]
+        ops = [_prepare(t, args.workload) for t in targets]
         for index in range(args.slices):
             order = (0, 1) if index % 2 == 0 else (1, 0)
             for which in order:
