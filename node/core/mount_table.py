@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from node.barrier.view import BarrierView
@@ -101,9 +100,6 @@ class MountTable:
         self._core = core
         self._catalog = Catalog(core)
         self._lock = asyncio.Lock()
-        #: The router's ``storage_owners`` this index was built from, and the index.
-        self._owners: tuple[tuple[str, Backend], ...] = ()
-        self._index: _OwnerIndex | None = _OwnerIndex(())
 
     def _view(self, namespace: Namespace) -> BarrierView:
         return BarrierView(self._core.barrier, namespace.storage_prefix + _TABLES_UNDER)
@@ -221,19 +217,14 @@ class MountTable:
 
     def invalidate_keys(self, keys: Iterable[str]) -> list[str]:
         """:meth:`invalidate` each of ``keys``; those no mount owns, in order."""
-        owners = self._core.router.storage_owners()
-        if owners is not self._owners:
-            self._owners, self._index = owners, _OwnerIndex.of(owners)
-        if self._index is not None:
-            return self._index.invalidate_keys(keys)
+        owner_of = self._core.router.storage_owners().owner_of
         others = []
         for key in keys:
-            for prefix, backend in owners:  # nested prefixes: the first in mount order
-                if key.startswith(prefix):
-                    backend.invalidate(key[len(prefix) :])
-                    break
-            else:
+            owner = owner_of(key)
+            if owner is None:
                 others.append(key)
+            else:
+                owner[0].invalidate(owner[1])
         return others
 
     def invalidate_all(self) -> None:
@@ -337,39 +328,6 @@ class MountTable:
             await self._attach(moved)
             await self._save_current(namespace, table)
             return moved
-
-
-class _OwnerIndex:
-    """Storage prefix -> backend, for prefixes none of which starts another (so at
-    most one matches a key): a key's owner is found by a lookup per distinct prefix
-    length instead of a ``startswith`` per mount. Every key of every applied entry
-    is matched (issue 16), nearly all of them under one KV mount."""
-
-    def __init__(self, owners: tuple[tuple[str, Backend], ...]) -> None:
-        self._by_prefix = dict(owners)
-        self._lengths = sorted({len(prefix) for prefix in self._by_prefix})
-
-    @classmethod
-    def of(cls, owners: tuple[tuple[str, Backend], ...]) -> _OwnerIndex | None:
-        """The index, or ``None`` when a prefix repeats or starts another (in sorted
-        order such a prefix comes right before one it starts)."""
-        prefixes = sorted(prefix for prefix, _ in owners)
-        if any(b.startswith(a) for a, b in pairwise(prefixes)):
-            return None
-        return cls(owners)
-
-    def invalidate_keys(self, keys: Iterable[str]) -> list[str]:
-        by_prefix, lengths = self._by_prefix, self._lengths
-        others = []
-        for key in keys:
-            for length in lengths:
-                backend = by_prefix.get(key[:length])
-                if backend is not None:
-                    backend.invalidate(key[length:])
-                    break
-            else:
-                others.append(key)
-        return others
 
 
 async def delete_prefix(view: BarrierView) -> None:

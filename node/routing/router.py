@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from node.logical.backend import Backend
 from node.logical.mount import MountEntry
+from node.routing.owners import StorageOwners
 
 __all__ = ["RouteMatch", "Router"]
 
@@ -29,7 +30,7 @@ class Router:
     def __init__(self) -> None:
         self._routes: dict[str, tuple[MountEntry, Backend]] = {}
         #: ``storage_owners``' answer until the routes change.
-        self._owners: tuple[tuple[str, Backend], ...] | None = None
+        self._owners: StorageOwners | None = None
 
     def mount(self, entry: MountEntry, backend: Backend) -> None:
         self._routes[entry.route_path] = (entry, backend)
@@ -41,13 +42,12 @@ class Router:
         self._owners = None
         return found[1] if found is not None else None
 
-    def storage_owners(self) -> tuple[tuple[str, Backend], ...]:
-        """Each mount's storage prefix and backend, in mount order. Built once per
-        change of the routes: every key of every applied Raft entry is matched
-        against them, and each ``storage_prefix`` is a string built on demand."""
+    def storage_owners(self) -> StorageOwners:
+        """Which backend's storage holds a barrier key, built once per change of the
+        routes (each ``storage_prefix`` is a string built on demand)."""
         owners = self._owners
         if owners is None:
-            owners = self._owners = tuple(
+            owners = self._owners = StorageOwners(
                 (entry.storage_prefix, backend) for entry, backend in self._routes.values()
             )
         return owners

@@ -202,16 +202,6 @@ async def test_an_entry_needing_no_reload_is_settled_only_after_the_reloads_befo
     await replicated.settled(pair.index, timeout=0)
 
 
-class _Owners:
-    """A router stand-in: only ``storage_owners``, rebuilt (a new tuple) on change."""
-
-    def __init__(self, *owners: tuple[str, Backend]) -> None:
-        self.owners = owners
-
-    def storage_owners(self) -> tuple[tuple[str, Backend], ...]:
-        return self.owners
-
-
 class _Told:
     def __init__(self) -> None:
         self.keys: list[str] = []
@@ -220,31 +210,35 @@ class _Told:
         self.keys.append(key)
 
 
-@pytest.mark.parametrize("nested", [False, True])
-def test_invalidate_keys_tells_each_owner_and_returns_the_unowned_keys(nested: bool) -> None:
-    """Distinct prefixes take the index (a lookup per prefix length); nested ones
-    the scan in mount order, where the first mount that matches owns the key."""
+def test_invalidate_keys_tells_each_owner_and_returns_the_unowned_keys() -> None:
+    """Each key goes to the mount whose storage holds it, relative to that storage;
+    the routes change and the lookup follows."""
     from types import SimpleNamespace
 
     from node.core.mount_table import MountTable
+    from node.logical.mount import new_mount
+    from node.routing.router import Router
 
-    kv, auth, inner = _Told(), _Told(), _Told()
-    owners: list[tuple[str, Backend]] = [("logical/u1/", kv), ("auth/u2/", auth)]  # type: ignore[list-item]
-    if nested:
-        owners.append(("logical/u1/sub/", inner))  # type: ignore[arg-type]
-    router = _Owners(*owners)
+    kv, auth, other = _Told(), _Told(), _Told()
+    kv_entry, auth_entry = new_mount("kv/", "kv"), new_mount("up/", "userpass", table="auth")
+    router = Router()
+    router.mount(kv_entry, kv)  # type: ignore[arg-type]
+    router.mount(auth_entry, auth)  # type: ignore[arg-type]
     table = MountTable(SimpleNamespace(router=router))  # type: ignore[arg-type]
+    kv_at, auth_at = kv_entry.storage_prefix, auth_entry.storage_prefix
 
     left = table.invalidate_keys(
-        ["logical/u1/a", "core/mounts", "auth/u2/b/c", "logical/u1/sub/x", "logical/u10/z"]
+        [kv_at + "a", "core/mounts", auth_at + "b/c", kv_at + "sub/x", kv_at[:-1] + "0/z"]
     )
 
-    assert left == ["core/mounts", "logical/u10/z"]
+    assert left == ["core/mounts", kv_at[:-1] + "0/z"]
     assert kv.keys == ["a", "sub/x"]
     assert auth.keys == ["b/c"]
-    assert inner.keys == []
-    # The routes change: the index follows.
-    router.owners = (("logical/u10/", inner),)  # type: ignore[assignment]
-    assert table.invalidate("logical/u10/z")
-    assert not table.invalidate("logical/u1/a")
-    assert inner.keys == ["z"]
+    # The routes change: the lookup follows.
+    router.unmount(kv_entry.route_path)
+    other_entry = new_mount("other/", "kv")
+    router.mount(other_entry, other)  # type: ignore[arg-type]
+    assert table.invalidate(other_entry.storage_prefix + "z")
+    assert not table.invalidate(kv_at + "a")
+    assert other.keys == ["z"]
+    assert kv.keys == ["a", "sub/x"]
