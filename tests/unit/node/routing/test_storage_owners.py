@@ -36,12 +36,15 @@ def test_owners_are_rebuilt_after_each_change() -> None:
         f"auth/{auth.uuid}/",
         f"namespaces/ns1/logical/{child.uuid}/",
     ]
-    assert owners.owner_of(f"namespaces/ns1/logical/{child.uuid}/data/a") == ("child", "data/a")
-    assert owners.owner_of(f"logical/{kv.uuid}/metadata/b") == ("kv", "metadata/b")
+    assert owners.owner_of(f"namespaces/ns1/logical/{child.uuid}/data/a") == (
+        _backend("child"),
+        "data/a",
+    )
+    assert owners.owner_of(f"logical/{kv.uuid}/metadata/b") == (_backend("kv"), "metadata/b")
     assert owners.owner_of("core/mounts") is None
     assert router.storage_owners() is owners  # unchanged routes: the same lookup
     router.mount(kv, _backend("kv again"))  # the same path, another backend
-    assert router.storage_owners().owner_of(f"logical/{kv.uuid}/x") == ("kv again", "x")
+    assert router.storage_owners().owner_of(f"logical/{kv.uuid}/x") == (_backend("kv again"), "x")
     router.unmount(auth.route_path)
     assert router.storage_owners().prefixes() == _expected(router)
     assert router.storage_owners().owner_of(f"auth/{auth.uuid}/user") is None
@@ -53,7 +56,7 @@ def test_nested_prefixes_belong_to_the_first_mount_that_matches() -> None:
     owners = StorageOwners(
         [("logical/u1/", _backend("outer")), ("logical/u1/sub/", _backend("inner"))]
     )
-    assert owners.owner_of("logical/u1/sub/x") == ("outer", "sub/x")
+    assert owners.owner_of("logical/u1/sub/x") == (_backend("outer"), "sub/x")
     assert owners.owner_of("logical/u10/x") is None
 
 
@@ -75,4 +78,4 @@ def test_owner_is_the_first_mount_in_order_whose_prefix_starts_the_key(
         if first is None:
             assert owners.owner_of(key) is None
         else:
-            assert owners.owner_of(key) == (f"b{first}", key[len(prefixes[first]) :])
+            assert owners.owner_of(key) == (_backend(f"b{first}"), key[len(prefixes[first]) :])
