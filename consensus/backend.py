@@ -58,6 +58,7 @@ from sdk.errors import (
     StorageError,
 )
 from sdk.physical import Delete, Entry, Put, TxnOp, validate_key
+from sdk.timings import RaftTimings
 
 __all__ = ["RaftBackend"]
 
@@ -154,6 +155,16 @@ class RaftBackend:
     def applied_index(self) -> int:
         """The logical index applied here: the revision of the last write applied."""
         return self._node.applied_index() + self._node.state.offset
+
+    def timings(self) -> RaftTimings:
+        """Commit and fsync latencies and batching since this replica started."""
+        batcher = self._batcher
+        return RaftTimings(
+            commit=batcher.commit_timings.snapshot(),
+            fsync=self._node.fsync_timings.snapshot(),
+            entries=batcher.entries_sent,
+            commands=batcher.commands_sent,
+        )
 
     def committed_index(self) -> int:
         """Raft's commit index (log entries, comparable with peers' match indexes)."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,7 @@ from consensus.commands import (
     is_canonical,
 )
 from sdk.errors import StorageError
+from sdk.timings import Timings
 
 __all__ = ["CommitBatcher", "Outcome"]
 
@@ -118,6 +120,8 @@ class CommitBatcher:
         #: Entries submitted and commands carried, for tests and measurements.
         self.entries_sent = 0
         self.commands_sent = 0
+        #: Submission to outcome of each entry that succeeded (read by ``sys/metrics``).
+        self.commit_timings = Timings()
 
     def submit(self, command: Command, blob: bytes) -> asyncio.Future[Outcome]:
         """Send ``command`` (already encoded as ``blob``); the future never raises
@@ -185,8 +189,11 @@ class CommitBatcher:
 
     def _send(self, batch: list[_Pending], blob: bytes, slot: _Slot | None) -> None:
         expiry = self._loop.call_later(self._expire_after, self._expire, batch)
+        sent = time.perf_counter()
 
         def settle(result: Any, error: int) -> None:
+            if error == _SUCCESS:
+                self.commit_timings.observe(time.perf_counter() - sent)
             expiry.cancel()
             if slot is not None:
                 self._release(slot)

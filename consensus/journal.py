@@ -26,12 +26,14 @@ import json
 import logging
 import os
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from consensus._vendor.pysyncobj.journal import Journal
+from sdk.timings import Timings
 
 __all__ = [
     "DurableJournal",
@@ -108,6 +110,8 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         #: Relaxed durability: fsync runs on a timer, so a leader counts what it
         #: has written as its own acknowledgement, not only what is synced.
         self.count_unsynced = False
+        #: Each ``sync``'s ``fdatasync`` (read by ``sys/metrics``).
+        self.fsync_timings = Timings()
 
     # -- opening -----------------------------------------------------------
 
@@ -261,8 +265,10 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         """fdatasync everything written since the last call; True if it did."""
         if not self._dirty:
             return False
+        started = time.perf_counter()
         with self._io():
             os.fdatasync(self._fd)
+        self.fsync_timings.observe(time.perf_counter() - started)
         self._dirty = False
         self.synced_index = self._entries[-1][1] if self._entries else 0
         return True

@@ -51,6 +51,7 @@ from consensus.state_machine import Listener, ReplicatedStore
 from consensus.transport import CofferTransport
 from sdk.certs import RaftTLS
 from sdk.errors import StorageError
+from sdk.timings import Timings
 
 __all__ = ["RaftNode"]
 
@@ -332,6 +333,11 @@ class RaftNode:
             raise StorageError("this replica runs without TLS")
         self._raft_calls.put(lambda: reload_certificate(contexts, tls, self._tls_dir))
         self._wake()
+
+    @property
+    def fsync_timings(self) -> Timings:
+        """The journal's ``fdatasync`` durations (recorded on the Raft thread)."""
+        return self._journal.fsync_timings
 
     def is_leader(self) -> bool:
         return bool(self._obj._isLeader())

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from node.outbound import HttpClient
 from sdk.certs import RaftTLS
 from sdk.physical import AppliedChanges, Entry, TxnOp
+from sdk.timings import RaftTimings
 
 __all__ = [
     "HostCore",
@@ -88,6 +89,9 @@ class Replica(Protocol):
     def configuration(self) -> Sequence[Member]: ...
 
     def status(self) -> dict[str, Any]: ...
+
+    #: Commit and fsync latencies and batching since the replica started (``sys/metrics``).
+    def timings(self) -> RaftTimings: ...
 
     def subscribe(self, callback: Callable[[AppliedChanges], None]) -> Callable[[], None]: ...
 

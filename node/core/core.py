@@ -58,6 +58,7 @@ from sdk.errors import (
     StorageError,
 )
 from sdk.physical import PhysicalBackend
+from sdk.timings import RaftTimings
 
 if TYPE_CHECKING:
     from node.cluster.cluster import Cluster
@@ -156,6 +157,7 @@ class Core:
         self.metrics = Metrics()
         cache = self.barrier.cache
         self.metrics.watch_cache(lambda: (cache.hits, cache.misses, len(cache)))
+        self.metrics.watch_raft(self._raft_timings)
         self.pipeline = Pipeline(self)
         self.token_generation = make_token_generation(self)
         #: The DR operation-token feature's view of the replication state (``dr_operation``).
@@ -167,6 +169,11 @@ class Core:
         self._serving = False
         #: Seal and unseal run one at a time; status reads wait for one in progress.
         self.seal_guard = SealGuard()
+
+    def _raft_timings(self) -> RaftTimings | None:
+        """The running replica's timings for ``sys/metrics`` (None without one)."""
+        replica = self.cluster.replica if self.cluster is not None else None
+        return replica.timings() if replica is not None else None
 
     # -- lifecycle ------------------------------------------------------------
 

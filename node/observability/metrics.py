@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,10 +16,17 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
-__all__ = ["CONTENT_TYPE_LATEST", "CacheStats", "Metrics"]
+from sdk.timings import HistogramSnapshot, RaftTimings
+
+__all__ = ["CONTENT_TYPE_LATEST", "CacheStats", "Metrics", "RaftStats"]
 
 #: (hits, misses, entries) of a cache, read when metrics are scraped.
 CacheStats = Callable[[], tuple[int, int, int]]
@@ -40,6 +48,49 @@ class _CacheCollector(Collector):
         )
         yield GaugeMetricFamily(
             "coffer_cache_entries", "Decrypted values held in the read cache.", value=entries
+        )
+
+
+#: The running replica's timings, or None (no Raft storage, or sealed).
+RaftStats = Callable[[], RaftTimings | None]
+
+
+def _histogram(name: str, documentation: str, snapshot: HistogramSnapshot) -> Metric:
+    # ``le`` as prometheus_client writes its own: "0.0001", "1.0", "+Inf".
+    buckets = [
+        ("+Inf" if math.isinf(bound) else repr(bound), count) for bound, count in snapshot.buckets
+    ]
+    return HistogramMetricFamily(
+        name, documentation, buckets=buckets, sum_value=snapshot.total_seconds
+    )
+
+
+class _RaftCollector(Collector):
+    """Reads what the replica records itself (``sdk/timings.py``), at scrape time."""
+
+    def __init__(self, stats: RaftStats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        timings = self._stats()
+        if timings is None:
+            return
+        yield _histogram(
+            "coffer_raft_commit_seconds",
+            "From a Raft entry's submission by this node to its outcome (commit and "
+            "apply on the leader), per entry.",
+            timings.commit,
+        )
+        yield _histogram(
+            "coffer_raft_fsync_seconds", "Each fdatasync of the Raft journal.", timings.fsync
+        )
+        yield CounterMetricFamily(
+            "coffer_raft_entries", "Raft entries submitted by this node.", value=timings.entries
+        )
+        yield CounterMetricFamily(
+            "coffer_raft_commands",
+            "Writes carried by the Raft entries this node submitted (batching).",
+            value=timings.commands,
         )
 
 
@@ -83,6 +134,11 @@ class Metrics:
     def watch_cache(self, stats: CacheStats) -> None:
         """Export a cache's hit and miss counts and size (Vault's ``cache.hit``/``miss``)."""
         self.registry.register(_CacheCollector(stats))
+
+    def watch_raft(self, stats: RaftStats) -> None:
+        """Export the replica's commit and fsync latencies and its batching (Vault's
+        ``raft.commitTime``, ``raft.fsm.apply`` family)."""
+        self.registry.register(_RaftCollector(stats))
 
     def count_request(self, method: str, status: int) -> None:
         """One HTTP request answered with ``status`` (``method`` already bounded)."""
