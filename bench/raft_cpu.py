@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             spent = [cpu_seconds(p) - b for p, b in zip(pids, before, strict=True)]
             idle = [round(100 * s / args.idle, 1) for s in spent]
             print(json.dumps({"idle_cpu_pct": {"leader": idle[0], "followers": idle[1:]}}))
-        for concurrency in (int(c) for c in args.concurrency.split(",")):
+        levels = [int(c) for c in args.concurrency.split(",")]
+        for concurrency in levels:
             record = asyncio.run(_measure(target, op, concurrency, args.seconds, args.warmup))
             print(json.dumps(record), flush=True)
         if args.profile:
@@ -217,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
                 assert node.proc is not None
                 spies[name] = _spy(node.proc.pid, out / f"{name}.txt", args.seconds)
             time.sleep(0.3)
-            record = asyncio.run(_measure(target, op, 32, args.seconds - 0.5, 0.0))
+            # Profiled at the last concurrency measured.
+            record = asyncio.run(_measure(target, op, levels[-1], args.seconds - 0.5, 0.0))
             print(json.dumps({"profiled": True, **record}), flush=True)
             for name, spy in spies.items():
                 spy.wait(60)

@@ -45,7 +45,8 @@ os.register_at_fork(after_in_child=_pool.forget)
 
 
 def random_bytes(count: int) -> bytes:
-    """``count`` bytes of kernel randomness (not for key material: use ``os.urandom``)."""
+    """``count`` bytes of kernel randomness (not for key material: use ``os.urandom``;
+    nonces and ids, which must be unique rather than secret, are fine)."""
     return _pool.take(count)
 
 

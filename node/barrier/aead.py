@@ -6,15 +6,21 @@ The associated data is the storage path, binding a ciphertext to its key.
 ``seal_value``/``open_sealed`` take raw key bytes (one-off uses: the seal, the
 keyring); the barrier's hot path uses ``seal_with``/``open_with`` with the
 ``AESGCM`` its keyring keeps per term, so the key schedule is built once.
+
+Nonces come from ``sdk.random_pool``: kernel randomness fetched ahead, each
+byte handed out once. GCM needs a nonce unique, not secret, and ``os.urandom``
+releases the GIL, which hands it to a waiting Raft thread twice per KV write
+(docs/performance.md, "Seventh pass").
 """
 
 from __future__ import annotations
 
-import os
 import struct
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from sdk.random_pool import random_bytes
 
 __all__ = [
     "FRAME_VERSION",
@@ -39,7 +45,7 @@ class DecryptionError(Exception):
 
 
 def seal_with(cipher: AESGCM, term: int, path: str, plaintext: bytes) -> bytes:
-    nonce = os.urandom(_NONCE)
+    nonce = random_bytes(_NONCE)
     return (
         _FRAME_HEADER.pack(FRAME_VERSION, term)
         + nonce
