@@ -48,6 +48,9 @@ async def test_a_kv_write_and_read_make_no_call_that_releases_the_gil(dev: DevSe
     async def write_and_read() -> None:
         reply = await dev.client.put(path, json={"data": {"n": "3"}}, headers=dev.auth)
         assert reply.status == 200
+        # A new key (its metadata gets a fresh data id) through an existing child metric.
+        reply = await dev.client.put(path + "-new", json={"data": {"n": "1"}}, headers=dev.auth)
+        assert reply.status == 200
         reply = await dev.client.get(path, headers=dev.auth)
         assert (await reply.json())["data"]["data"] == {"n": "3"}
 

@@ -4,10 +4,11 @@ and one record per version, plus the time arithmetic they share."""
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from sdk.random_pool import random_uuid4_hex
 
 __all__ = [
     "DEFAULT_MAX_VERSIONS",
@@ -129,7 +130,7 @@ class KeyMetadata:
     ``updated_time`` moves only when a version is added, as in the reference.
     """
 
-    data_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    data_id: str = field(default_factory=random_uuid4_hex)
     versions: dict[int, VersionInfo] = field(default_factory=dict)
     current_version: int = 0
     oldest_version: int = 0
@@ -172,7 +173,7 @@ class KeyMetadata:
     def from_json(cls, raw: dict[str, Any]) -> KeyMetadata:
         """Missing fields take their defaults, as ``cls(**raw)`` gave them."""
         return cls(
-            data_id=raw["data_id"] if "data_id" in raw else uuid.uuid4().hex,
+            data_id=raw["data_id"] if "data_id" in raw else random_uuid4_hex(),
             versions={int(k): VersionInfo.from_json(v) for k, v in raw["versions"].items()},
             current_version=raw.get("current_version", 0),
             oldest_version=raw.get("oldest_version", 0),

@@ -30,3 +30,17 @@ def test_forked_child_does_not_reuse_the_parents_pool() -> None:
     os.close(read)
     os.waitpid(pid, 0)
     assert child != random_bytes(16)
+
+
+def test_uuid4_hex_has_the_version_and_variant_of_uuid4() -> None:
+    import uuid
+
+    from sdk.random_pool import random_uuid4_hex
+
+    ids = {random_uuid4_hex() for _ in range(200)}
+    assert len(ids) == 200
+    for text in ids:
+        parsed = uuid.UUID(hex=text)
+        assert parsed.hex == text
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
