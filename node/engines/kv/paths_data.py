@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from node.engines.kv.records import KeyMetadata, MountConfig, deletion_time, now_rfc3339
@@ -191,7 +192,7 @@ class DataPaths:
             now = now_rfc3339()
             info = meta.versions.get(meta.current_version)
             if info is not None and info.is_live(now):
-                info.deletion_time = now
+                meta.versions[meta.current_version] = replace(info, deletion_time=now)
             return []
 
         try:

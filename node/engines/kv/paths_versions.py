@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from node.engines.kv.paths_data import PATH_FIELD
 from node.engines.kv.records import KeyMetadata, MountConfig, deletion_time, now_rfc3339
@@ -85,7 +86,7 @@ class VersionPaths:
         def soft_delete(meta: KeyMetadata, version: int) -> list[TxnOp]:
             info, now = meta.versions[version], now_rfc3339()
             if info.is_live(now):
-                info.deletion_time = now
+                meta.versions[version] = replace(info, deletion_time=now)
             return []
 
         await self._change(data, soft_delete)
@@ -96,14 +97,15 @@ class VersionPaths:
         def undelete(meta: KeyMetadata, version: int) -> list[TxnOp]:
             info = meta.versions[version]
             if not info.destroyed:
-                info.deletion_time = deletion_time(now_rfc3339(), config, meta.delete_version_after)
+                expires = deletion_time(now_rfc3339(), config, meta.delete_version_after)
+                meta.versions[version] = replace(info, deletion_time=expires)
             return []
 
         await self._change(data, undelete)
 
     async def _destroy(self, request: Request, data: FieldData) -> None:
         def destroy(meta: KeyMetadata, version: int) -> list[TxnOp]:
-            meta.versions[version].destroyed = True
+            meta.versions[version] = replace(meta.versions[version], destroyed=True)
             return [Delete(self._store.version_key(meta, version))]
 
         await self._change(data, destroy)

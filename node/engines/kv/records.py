@@ -93,7 +93,7 @@ def deletion_time(created: str, config: MountConfig, key_after: int) -> str:
     return _format(moment + timedelta(seconds=min(candidates)))
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class VersionInfo:
     created_time: str
     deletion_time: str = ""
@@ -186,14 +186,11 @@ class KeyMetadata:
         )
 
     def copy(self) -> KeyMetadata:
-        """An independent copy to mutate, so a shared decoded record stays as stored."""
-        info = VersionInfo
+        """An independent copy to mutate, so a shared decoded record stays as stored.
+        Version records are frozen (a change replaces one), so they are shared."""
         return KeyMetadata(
             data_id=self.data_id,
-            versions={
-                n: info(v.created_time, v.deletion_time, v.destroyed)
-                for n, v in self.versions.items()
-            },
+            versions=dict(self.versions),
             current_version=self.current_version,
             oldest_version=self.oldest_version,
             created_time=self.created_time,

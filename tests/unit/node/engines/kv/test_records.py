@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import FrozenInstanceError, asdict, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,7 +101,9 @@ def test_copy_is_independent() -> None:
     meta = records()[1]
     clone = meta.copy()
     assert clone == meta
-    clone.versions[2].destroyed = True
+    with pytest.raises(FrozenInstanceError):  # a change replaces the version record
+        clone.versions[2].destroyed = True  # type: ignore[misc]
+    clone.versions[2] = replace(clone.versions[2], destroyed=True)
     clone.versions[3] = VersionInfo(T3)
     clone.custom_metadata["new"] = "x"
     assert meta == records()[1]
@@ -194,7 +196,7 @@ async def test_an_aborted_mutation_leaves_the_shared_record_alone(view: BarrierV
     await store.mutate("k", add_version, create=True)
 
     async def half_done(meta: KeyMetadata) -> list[TxnOp]:
-        meta.versions[1].destroyed = True
+        meta.versions[1] = replace(meta.versions[1], destroyed=True)
         meta.custom_metadata["x"] = "y"
         raise Abort(Response(status=404))
 
