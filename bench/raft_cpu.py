@@ -24,9 +24,12 @@ import asyncio
 import json
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.coffer_targets import CofferCluster
 from bench.loadgen import run_load
@@ -56,10 +59,13 @@ async def _measure(
         edges.append([cpu_seconds(pid) for pid in pids])
         threads.append(thread_cpu_seconds(pids[0]))
 
+    ep = target.endpoints("active")
+    raft_before = _raft_metrics(ep.write, ep.token)
     result, _ = await asyncio.gather(
         run_load(op, concurrency=concurrency, seconds=seconds, warmup=warmup, pids=pids),
         sampler(),
     )
+    raft = _raft_delta(raft_before, _raft_metrics(ep.write, ep.token))
     ops = max(result.ops, 1)
     per_write = [round(1e6 * (b - a) / ops) for a, b in zip(edges[0], edges[1], strict=True)]
     return {
@@ -73,6 +79,50 @@ async def _measure(
         "leader_other_threads_us": round(1e6 * (threads[1][1] - threads[0][1]) / ops),
         "cluster_us_per_write": sum(per_write),
         "other_cpu_pct": round(result.other_cpu_pct, 1),
+        # The active node's own sys/metrics over the run (warm-up included): the
+        # mean Raft round of an entry, the mean journal fsync, writes per entry.
+        **raft,
+    }
+
+
+def _raft_metrics(url: str, token: str) -> dict[str, float]:
+    """The active node's ``coffer_raft_*`` sums and counts (``sys/metrics``)."""
+    request = urllib.request.Request(  # noqa: S310 - the bench's own loopback server
+        f"{url}/v1/sys/metrics?format=prometheus", headers={"X-Vault-Token": token}
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310 - http://127.0.0.x
+        text = reply.read().decode()
+    wanted = {
+        "coffer_raft_commit_seconds_sum",
+        "coffer_raft_commit_seconds_count",
+        "coffer_raft_fsync_seconds_sum",
+        "coffer_raft_fsync_seconds_count",
+        "coffer_raft_entries_total",
+        "coffer_raft_commands_total",
+    }
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in wanted:
+                values[sample.name] = sample.value
+    return values
+
+
+def _raft_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    def change(name: str) -> float:
+        return after.get(name, 0.0) - before.get(name, 0.0)
+
+    def mean_ms(name: str) -> float:
+        count = change(f"{name}_count")
+        return round(1e3 * change(f"{name}_sum") / count, 2) if count else 0.0
+
+    entries = change("coffer_raft_entries_total")
+    return {
+        "raft_round_ms": mean_ms("coffer_raft_commit_seconds"),
+        "fsync_ms": mean_ms("coffer_raft_fsync_seconds"),
+        "writes_per_entry": round(change("coffer_raft_commands_total") / entries, 1)
+        if entries
+        else 0.0,
     }
 
 
