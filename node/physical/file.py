@@ -7,7 +7,9 @@ previous fsync ran, appends them all and makes them durable with one shared
 fsync of the log (group commit), then applies them to the key files (temporary
 file renamed over the target, not fsynced) and only then answers the callers.
 A crash therefore loses nothing acknowledged: on open the log is replayed over
-the key files, a torn last record is cut off. When the log outgrows
+the key files, a torn last record is cut off. Reads and the writer's revision
+checks go through a write-through cache of entries
+(:mod:`node.physical.entry_cache`) before they open a file. When the log outgrows
 ``checkpoint_bytes`` (and on close) the filesystem is synced once (``syncfs``)
 and the log emptied. A multi-key journal left by an older version is replayed
 on open.
@@ -30,6 +32,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from node.physical import wal
+from node.physical.entry_cache import MISS, EntryCache
 from sdk.errors import InvalidRequestError, RevisionMismatchError, StorageError
 from sdk.physical import Check, Delete, Entry, Put, TxnOp, validate_key
 
@@ -155,6 +158,8 @@ class FileBackend:
         self._syncfs = _filesystem_sync()
         self._checkpoint_bytes = checkpoint_bytes
         self._queue: queue.SimpleQueue[_Commit | object] = queue.SimpleQueue()
+        #: Entries as the key files hold them (filled by reads, updated by the writer).
+        self._cache = EntryCache()
         self._closed = False
         #: Set by a failed log write or apply; every later commit is refused.
         self._failed: StorageError | None = None
@@ -190,7 +195,13 @@ class FileBackend:
     # -- protocol -----------------------------------------------------------
 
     async def get(self, key: str) -> Entry | None:
-        return await asyncio.to_thread(self._get, key)
+        found = self._cache.lookup(key)  # only valid keys are ever cached
+        if found is not MISS:
+            return found
+        token = self._cache.fill_token()
+        entry = await asyncio.to_thread(self._get, key)
+        self._cache.fill(key, entry, token)
+        return entry
 
     async def put(self, key: str, value: bytes) -> int:
         return await self._submit([Put(key, value)])
@@ -314,6 +325,7 @@ class FileBackend:
         try:
             self._write_batch(batch)
         except Exception as exc:  # noqa: BLE001 - a bug must not leave callers waiting forever
+            self._cache.clear()
             self._failed = StorageError(
                 f"file storage writer failed ({type(exc).__name__}); "
                 "it refuses writes until restarted"
@@ -352,6 +364,10 @@ class FileBackend:
                         self._apply(op, commit.revision)
             except OSError as exc:
                 self._fail(exc, accepted)
+            else:
+                self._cache.update(
+                    (op, commit.revision) for commit in accepted for op in commit.writes
+                )
         if self._failed is None and self._wal_size >= self._checkpoint_bytes:
             try:
                 self._checkpoint()
@@ -382,6 +398,9 @@ class FileBackend:
         return wal.encode(commit.revision, writes) if writes else b""
 
     def _stored_revision(self, key: str) -> int:
+        found = self._cache.lookup(key)
+        if found is not MISS:
+            return found.revision if found is not None else 0
         try:
             with open(self._file_for(key), "rb") as handle:
                 return int.from_bytes(handle.read(_REVISION_BYTES), "big")
@@ -403,6 +422,7 @@ class FileBackend:
             f"write failed: {exc.strerror or type(exc).__name__}; "
             "file storage refuses writes until restarted"
         )
+        self._cache.clear()  # the key files' state is unknown
         for commit in accepted:
             commit.error = self._failed
 
