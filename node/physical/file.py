@@ -28,6 +28,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -49,6 +50,10 @@ _REVISION_FILE = "revision"
 CHECKPOINT_BYTES = 16 << 20
 #: Commits taken into one batch at most (one log write, one fsync).
 _MAX_BATCH = 1024
+#: Threads writing a batch's key files at once: creating and renaming a file is
+#: a few system calls that release the GIL, and one thread doing them in turn
+#: was the bound of a busy store (docs/performance.md, "Seventh pass").
+_APPLY_THREADS = 4
 
 Fsync = Callable[[int], None]
 
@@ -187,6 +192,7 @@ class FileBackend:
         except BaseException:
             self._release()
             raise
+        self._appliers = ThreadPoolExecutor(_APPLY_THREADS, thread_name_prefix="file-storage-apply")
         self._writer = threading.Thread(
             target=self._run_writer, name=f"file-storage-writer {self._root}", daemon=True
         )
@@ -220,7 +226,7 @@ class FileBackend:
         if not self._closed:
             self._closed = True
             self._queue.put(_STOP)
-            await asyncio.to_thread(self._writer.join)
+            await asyncio.to_thread(self._join_threads)
         self._release()
 
     async def _submit(self, ops: Sequence[TxnOp]) -> int:
@@ -231,6 +237,10 @@ class FileBackend:
         future: asyncio.Future[int] = loop.create_future()
         self._queue.put(_Commit(ops, loop, future))
         return await future
+
+    def _join_threads(self) -> None:
+        self._writer.join()
+        self._appliers.shutdown()
 
     def _release(self) -> None:
         wal_fd, self._wal_fd = self._wal_fd, -1
@@ -359,9 +369,7 @@ class FileBackend:
                 self._fail(exc, accepted)
         if self._failed is None:
             try:
-                for commit in accepted:
-                    for op in commit.writes:
-                        self._apply(op, commit.revision)
+                self._apply_all(accepted)
             except OSError as exc:
                 self._fail(exc, accepted)
             else:
@@ -451,6 +459,27 @@ class FileBackend:
         self._wal_size = 0
 
     # -- key files (writer thread, or __init__ before it starts) -----------------
+
+    def _apply_all(self, commits: builtins.list[_Commit]) -> None:
+        """Write the key files of logged ``commits``: each key's last write only
+        (as the log's replay does), puts on several threads, then deletes.
+
+        Puts only create folders and deletes only remove empty ones, so running
+        the deletes after every put means no put finds its folder pruned.
+        """
+        final: dict[str, tuple[Put | Delete, int]] = {}
+        for commit in commits:
+            for op in commit.writes:
+                final[op.key] = (op, commit.revision)
+        puts = [item for item in final.values() if isinstance(item[0], Put)]
+        if len(puts) > 1:
+            for _ in self._appliers.map(lambda item: self._apply(*item), puts):
+                pass  # re-raises the first failure
+        elif puts:
+            self._apply(*puts[0])
+        for op, revision in final.values():
+            if isinstance(op, Delete):
+                self._apply(op, revision)
 
     def _apply(self, op: Put | Delete, revision: int) -> None:
         """Write one op to its key file; durable through the log, not by itself."""

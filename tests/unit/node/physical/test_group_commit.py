@@ -317,3 +317,48 @@ def test_every_acknowledged_write_survives_kill_9(tmp_path: Path) -> None:
             await store.close()
 
     asyncio.run(check())
+
+
+_nested_keys = st.sampled_from(["a", "d/x", "d/y", "d/e/z", "f/g/h"])
+_batch_ops = st.lists(
+    st.tuples(st.booleans(), _nested_keys, st.binary(max_size=6)), min_size=1, max_size=3
+)
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(commits=st.lists(_batch_ops, min_size=1, max_size=24))
+def test_concurrent_commits_leave_each_keys_last_write_in_its_file(
+    commits: list[list[tuple[bool, str, bytes]]],
+) -> None:
+    """Commits sent at once share batches, whose key files are written on several
+    threads (each key's last write; puts, then deletes that prune folders). Every
+    read, at once and after a reopen, answers the highest revision's write."""
+
+    async def run(root: Path) -> None:
+        store = FileBackend(root)
+        try:
+            sent = [
+                [Put(key, value) if put else Delete(key) for put, key, value in ops]
+                for ops in commits
+            ]
+            revisions = await asyncio.gather(*(store.commit(ops) for ops in sent))
+            model: dict[str, tuple[bytes, int]] = {}
+            for revision, ops in sorted(zip(revisions, sent, strict=True), key=lambda p: p[0]):
+                for op in ops:
+                    if isinstance(op, Put):
+                        model[op.key] = (op.value, revision)
+                    else:
+                        model.pop(op.key, None)
+            expected = {key: Entry(key, *found) for key, found in model.items()}
+            keys = {key for ops in commits for _, key, _ in ops}
+            assert {k: await store.get(k) for k in keys} == {k: expected.get(k) for k in keys}
+        finally:
+            await store.close()
+        reopened = FileBackend(root)  # no cache: the key files themselves
+        try:
+            assert {k: await reopened.get(k) for k in keys} == {k: expected.get(k) for k in keys}
+        finally:
+            await reopened.close()
+
+    with tempfile.TemporaryDirectory() as root:
+        asyncio.run(run(Path(root) / "store"))
