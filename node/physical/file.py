@@ -27,7 +27,7 @@ import json
 import os
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -79,6 +79,13 @@ def _write_all(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _last_writes(
+    writes: Iterable[tuple[Put | Delete, int]],
+) -> dict[str, tuple[Put | Delete, int]]:
+    """Each key's last write (with its revision): only that one decides its file."""
+    return {op.key: (op, revision) for op, revision in writes}
 
 
 def _has_entries(folder: Path) -> bool:
@@ -368,14 +375,13 @@ class FileBackend:
             except OSError as exc:
                 self._fail(exc, accepted)
         if self._failed is None:
+            final = _last_writes((op, c.revision) for c in accepted for op in c.writes)
             try:
-                self._apply_all(accepted)
+                self._apply_all(final)
             except OSError as exc:
                 self._fail(exc, accepted)
             else:
-                self._cache.update(
-                    (op, commit.revision) for commit in accepted for op in commit.writes
-                )
+                self._cache.update(final.values())
         if self._failed is None and self._wal_size >= self._checkpoint_bytes:
             try:
                 self._checkpoint()
@@ -460,17 +466,13 @@ class FileBackend:
 
     # -- key files (writer thread, or __init__ before it starts) -----------------
 
-    def _apply_all(self, commits: builtins.list[_Commit]) -> None:
-        """Write the key files of logged ``commits``: each key's last write only
-        (as the log's replay does), puts on several threads, then deletes.
+    def _apply_all(self, final: dict[str, tuple[Put | Delete, int]]) -> None:
+        """Write each key's last write of a logged batch to its file (``final``, from
+        :func:`_last_writes`): puts on several threads, then deletes.
 
         Puts only create folders and deletes only remove empty ones, so running
         the deletes after every put means no put finds its folder pruned.
         """
-        final: dict[str, tuple[Put | Delete, int]] = {}
-        for commit in commits:
-            for op in commit.writes:
-                final[op.key] = (op, commit.revision)
         puts = [item for item in final.values() if isinstance(item[0], Put)]
         if len(puts) > 1:
             for _ in self._appliers.map(lambda item: self._apply(*item), puts):
@@ -531,10 +533,7 @@ class FileBackend:
         if valid < len(data):
             os.ftruncate(self._wal_fd, valid)
             self._fsync(self._wal_fd)
-        final: dict[str, tuple[Put | Delete, int]] = {}
-        for record in records:  # only each key's last write decides its file
-            for op in record.ops:
-                final[op.key] = (op, record.revision)
+        final = _last_writes((op, record.revision) for record in records for op in record.ops)
         for op, revision in final.values():
             self._apply(op, revision)
         self._wal_size = valid
