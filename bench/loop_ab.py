@@ -3,6 +3,7 @@
     python -m bench.loop_ab --slices 16 --seconds 3 a5ca847 .         # three nodes
     python -m bench.loop_ab --one --slices 12 --seconds 3 a5ca847 .   # one node, inmem
     python -m bench.loop_ab --one --workload kv2-read c1608aa^ c1608aa  # reads
+    python -m bench.loop_ab --concurrency 1 --slices 12 HEAD .           # one writer's p50
 
 Both revisions' servers (``.`` is the working tree; anything else is exported with
 ``git archive``) run at the same time, and short slices of KV v2 writes (or
@@ -78,12 +79,12 @@ def _follower_cpu(pids: list[int]) -> tuple[float, float, float]:
     return process, loop, other
 
 
-def _slice(target: Target, op: Op, seconds: float) -> dict[str, float]:
+def _slice(target: Target, op: Op, seconds: float, concurrency: int) -> dict[str, float]:
     pid = _serving_pid(target)
     followers = _followers(target, pid)
     threads, process = thread_cpu_seconds(pid), cpu_seconds(pid)
     before = _follower_cpu(followers)
-    result = asyncio.run(run_load(op, concurrency=CONCURRENCY, seconds=seconds, warmup=0.0))
+    result = asyncio.run(run_load(op, concurrency=concurrency, seconds=seconds, warmup=0.0))
     threads_after, process_after = thread_cpu_seconds(pid), cpu_seconds(pid)
     after = _follower_cpu(followers)
     ops = max(result.ops, 1)
@@ -92,6 +93,7 @@ def _slice(target: Target, op: Op, seconds: float) -> dict[str, float]:
         "other_threads_us": 1e6 * (threads_after[1] - threads[1]) / ops,
         "process_us": 1e6 * (process_after - process) / ops,
         "writes_per_s": result.throughput,
+        "p50_us": 1e3 * result.latency.p50_ms,
         "errors": float(sum(result.errors.values())),
     }
     if followers:
@@ -108,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slices", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--one", action="store_true", help="one node on inmem, not three")
+    parser.add_argument(
+        "--concurrency", type=int, default=CONCURRENCY, help="clients (1: latency of one writer)"
+    )
     parser.add_argument(
         "--workload", default="kv2-write", help="a bench.workloads name (kv2-read: reads)"
     )
@@ -127,23 +132,34 @@ def main(argv: list[str] | None = None) -> int:
         for index in range(args.slices):
             order = (0, 1) if index % 2 == 0 else (1, 0)
             for which in order:
-                record = _slice(targets[which], ops[which], args.seconds)
+                record = _slice(targets[which], ops[which], args.seconds, args.concurrency)
                 rows[args.revisions[which]].append(record)
                 shown: dict[str, Any] = {k: round(v) for k, v in record.items()}
                 print(json.dumps({"slice": index, "revision": args.revisions[which], **shown}))
     finally:
         for target in targets:
             target.__exit__(None, None, None)
-    print("medians, µs of CPU per write (loop thread / other threads / process), writes/s:")
+    print("medians, µs of CPU per write (loop thread / other threads / process), writes/s, p50:")
     for revision, records in rows.items():
         loop = statistics.median(r["loop_us"] for r in records)
         other = statistics.median(r["other_threads_us"] for r in records)
         process = statistics.median(r["process_us"] for r in records)
         rate = statistics.median(r["writes_per_s"] for r in records)
-        print(f"  {revision:>10} {loop:6.0f} / {other:5.0f} / {process:6.0f}  {rate:6.0f}/s")
+        p50 = statistics.median(r["p50_us"] for r in records)
+        print(
+            f"  {revision:>10} {loop:6.0f} / {other:5.0f} / {process:6.0f}"
+            f"  {rate:6.0f}/s  p50 {p50:5.0f} µs"
+        )
     before, after = (rows[r] for r in args.revisions)
     paired = [b["loop_us"] - a["loop_us"] for a, b in zip(before, after, strict=True)]
     print(f"  paired loop difference (after - before): median {statistics.median(paired):.0f} µs")
+    pairs = list(zip(before, after, strict=True))
+    ratios = [b["writes_per_s"] / max(a["writes_per_s"], 1) for a, b in pairs]
+    p50s = [b["p50_us"] / max(a["p50_us"], 1) for a, b in pairs]
+    print(
+        f"  paired after/before: writes/s median {statistics.median(ratios):.3f},"
+        f" p50 median {statistics.median(p50s):.3f}"
+    )
     if all("follower_us" in r for r in before + after):
         _print_followers(rows, before, after)
     return 0

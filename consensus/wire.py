@@ -112,6 +112,16 @@ class FrameBuffer:
         """Whether reading on can still complete a frame within the cap."""
         return len(self._buffer) < self.cap + _LENGTH.size
 
+    def at_frame_boundary(self) -> bool:
+        """Whether the buffer holds whole frames only (and at least one)."""
+        buffer = self._buffer
+        size = len(buffer)
+        offset = 0
+        while offset + _LENGTH.size <= size:
+            (length,) = _LENGTH.unpack_from(buffer, offset)
+            offset += _LENGTH.size + length
+        return offset == size and size > 0
+
     def feed(self, data: bytes) -> None:
         self._buffer += data
 

@@ -248,7 +248,11 @@ class TcpConnection(object):
             return
 
         if eventType & POLL_EVENT_TYPE.READ or eventType & POLL_EVENT_TYPE.WRITE:
-            if self.__socket.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            # coffer: SO_ERROR only tells whether a non-blocking connect failed; on an
+            # open connection recv/send raise and the poller reports ERROR. (Every
+            # system call here lets the event loop's thread take the GIL.)
+            if self.__state == CONNECTION_STATE.CONNECTING and \
+                    self.__socket.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
                 self.disconnect()
                 return
 
@@ -338,8 +342,14 @@ class TcpConnection(object):
     def __tryReadBuffer(self):
         # coffer: stop reading once a frame within the cap cannot need more
         # (the parser then refuses an oversized one).
+        # coffer: and once what is buffered ends at a frame boundary: the poller is
+        # level-triggered, so bytes still in the socket are read at its next poll,
+        # and a read that ends in EAGAIN (raised as SSLWantReadError) costs a system
+        # call and an exception per message. Bytes TLS already decrypted are
+        # drained by the caller (``pending``).
         while self.__frames.wants_more() and self.__processRead():
-            pass
+            if self.__frames.at_frame_boundary():
+                break
         self.__lastReadTime = monotonicTime()
 
     def __processRead(self):
@@ -352,9 +362,6 @@ class TcpConnection(object):
         except socket.error as e:
             if e.errno not in (socket.errno.EAGAIN, socket.errno.EWOULDBLOCK):
                 self.disconnect()
-            return False
-        if self.__socket.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-            self.disconnect()
             return False
         if not incoming:
             self.disconnect()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import ssl
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -88,3 +89,52 @@ async def test_tls_peers_send_no_fernet_tokens(tmp_path: Path) -> None:
         for node in nodes:
             assert node._node._obj.encryptor is None
         await asyncio.sleep(0)
+
+
+class SocketCalls:
+    """Counts, on one TLS socket, the reads that came back empty and the SO_ERROR probes."""
+
+    def __init__(self, sock: ssl.SSLSocket) -> None:
+        self.empty_reads = 0
+        self.probes = 0
+        real_recv, real_getsockopt = sock.recv, sock.getsockopt
+
+        def recv(*args: Any) -> bytes:
+            try:
+                return real_recv(*args)
+            except ssl.SSLWantReadError:
+                self.empty_reads += 1
+                raise
+
+        def getsockopt(*args: Any) -> Any:
+            self.probes += 1
+            return real_getsockopt(*args)
+
+        sock.recv = recv  # type: ignore[method-assign]
+        sock.getsockopt = getsockopt  # type: ignore[method-assign]
+
+
+async def test_an_open_link_reads_each_message_without_extra_system_calls(
+    tmp_path: Path,
+) -> None:
+    """Each system call on the Raft thread lets the event loop's thread take the GIL
+    (and hand it back). On an open connection upstream probed ``SO_ERROR`` twice per
+    read and read on until ``EAGAIN``: three extra calls per message."""
+    async with three_nodes(tmp_path) as nodes:
+        leader = next(node for node in nodes if node.is_leader())
+        await leader.put("warm", b"up")
+        connections = leader._node._transport._connections
+        calls = [SocketCalls(conn._TcpConnection__socket) for conn in connections.values()]
+        writes = 40
+
+        for n in range(writes):
+            revision = await leader.put(f"k{n}", b"v")
+
+        assert len(calls) == 2
+        assert sum(c.probes for c in calls) == 0
+        # Acks from both followers: at least one per write. Only a read that found a
+        # frame cut by the TLS record or the socket buffer may end in EAGAIN.
+        assert sum(c.empty_reads for c in calls) <= writes // 4, [c.empty_reads for c in calls]
+        for node in nodes:  # and nothing was left unread
+            await node.wait_for_index(revision, 10)
+            assert await node.get(f"k{writes - 1}") is not None

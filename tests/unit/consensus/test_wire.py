@@ -146,6 +146,30 @@ def test_a_truncated_stream_yields_only_whole_frames(
     assert len(got) < len(payloads)
 
 
+@given(st.lists(st.binary(max_size=300), max_size=6), st.data())
+def test_a_frame_boundary_is_where_whole_frames_end(
+    payloads: list[bytes], data: st.DataObject
+) -> None:
+    """The reader stops reading there: nothing more is needed to hand out what it holds."""
+    stream = frames_of(payloads)
+    ends = {len(frames_of(payloads[:n])) for n in range(1, len(payloads) + 1)}
+    cut = data.draw(st.integers(0, len(stream)))
+    buffer = FrameBuffer(cap=1024)
+    buffer.feed(stream[:cut])
+    assert buffer.at_frame_boundary() == (cut in ends)
+    if buffer.at_frame_boundary():
+        got = drain(buffer)
+        assert got == payloads[: len(got)] and len(buffer) == 0
+
+
+@given(st.binary(max_size=64))
+def test_garbage_is_no_frame_boundary_unless_its_lengths_add_up(garbage: bytes) -> None:
+    buffer = FrameBuffer(cap=2**32)
+    buffer.feed(garbage)
+    if buffer.at_frame_boundary():
+        assert b"".join(frames_of(drain(buffer))) == garbage
+
+
 @given(st.integers(HANDSHAKE_FRAME_BYTES + 1, 2**32 - 1), st.binary(max_size=64))
 def test_an_oversized_length_is_refused_from_its_four_bytes(length: int, rest: bytes) -> None:
     buffer = FrameBuffer()
