@@ -27,10 +27,10 @@ forgets them with everything else.
 
 from __future__ import annotations
 
-import enum
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Generic, TypeVar
+from typing import TypeVar
+
+from sdk.epoch_lru import MISS, EpochLRU, Miss
 
 __all__ = ["DEFAULT_CACHE_SIZE", "MISS", "WRITTEN_SIZE", "Miss", "ReadCache"]
 
@@ -43,28 +43,15 @@ WRITTEN_SIZE = 4096
 V = TypeVar("V")
 
 
-class Miss(enum.Enum):
-    """What :meth:`ReadCache.lookup` returns when it knows nothing about a key."""
-
-    MISS = enum.auto()
-
-
-MISS = Miss.MISS
-
-
-class ReadCache(Generic[V]):
-    """``key -> value or None`` (known absent), least recently used evicted first."""
+class ReadCache(EpochLRU[V]):
+    """``key -> value or None`` (known absent), least recently used evicted first;
+    the epoch mechanism is :class:`sdk.epoch_lru.EpochLRU`'s."""
 
     def __init__(self, size: int = DEFAULT_CACHE_SIZE, *, enabled: bool = True) -> None:
-        if size < 1:
-            raise ValueError("cache size must be at least 1")
-        self._entries: OrderedDict[str, V | None] = OrderedDict()
+        super().__init__(size)
         #: key -> (bytes as stored, plaintext) of this node's own recent writes.
         self._written: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
-        self._size = size
         self._enabled = enabled
-        #: Bumped by every invalidation; a fill that saw another value is refused.
-        self.epoch = 0
         self.hits = 0
         self.misses = 0
 
@@ -72,21 +59,13 @@ class ReadCache(Generic[V]):
     def enabled(self) -> bool:
         return self._enabled
 
-    @property
-    def size(self) -> int:
-        return self._size
-
     def configure(self, size: int, *, enabled: bool) -> None:
         """Change the bound or switch the cache off; drops everything either way."""
-        if size < 1:
-            raise ValueError("cache size must be at least 1")
-        self._size, self._enabled = size, enabled
-        self.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        self.resize(size)
+        self._enabled = enabled
 
     def lookup(self, key: str) -> V | Miss | None:
+        # EpochLRU.lookup's body with the counters, not a call to it: every read.
         found = self._entries.get(key, MISS)
         if found is MISS:
             self.misses += 1
@@ -97,23 +76,11 @@ class ReadCache(Generic[V]):
 
     def store(self, key: str, value: V | None, epoch: int) -> None:
         """Remember ``value`` unless an invalidation happened since ``epoch`` was taken."""
-        if not self._enabled or epoch != self.epoch:
-            return
-        entries = self._entries
-        entries[key] = value
-        entries.move_to_end(key)
-        if len(entries) > self._size:
-            entries.popitem(last=False)
-
-    def invalidate(self, keys: Iterable[str]) -> None:
-        self.epoch += 1
-        entries = self._entries
-        for key in keys:
-            entries.pop(key, None)
+        if self._enabled:
+            self.fill(key, value, epoch)
 
     def clear(self) -> None:
-        self.epoch += 1
-        self._entries.clear()
+        super().clear()
         self._written.clear()
 
     def remember_write(self, key: str, stored: bytes, plaintext: bytes) -> None:

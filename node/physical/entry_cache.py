@@ -19,11 +19,10 @@ directory), so it sees every write and can keep this cache exact:
 
 from __future__ import annotations
 
-import enum
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 
+from sdk.epoch_lru import MISS, EpochLRU, Miss
 from sdk.physical import Delete, Entry, Put
 
 __all__ = ["DEFAULT_ENTRIES", "MISS", "EntryCache"]
@@ -32,64 +31,38 @@ __all__ = ["DEFAULT_ENTRIES", "MISS", "EntryCache"]
 DEFAULT_ENTRIES = 16384
 
 
-class _Miss(enum.Enum):
-    MISS = enum.auto()
-
-
-#: What :meth:`EntryCache.lookup` returns when it knows nothing about a key.
-MISS = _Miss.MISS
-
-
 class EntryCache:
     """``key -> Entry or None`` (known absent), least recently used evicted first;
-    safe to use from the event loop, worker threads and the writer thread."""
+    safe to use from the event loop, worker threads and the writer thread (a lock
+    around :class:`sdk.epoch_lru.EpochLRU`, whose epoch counts the commits applied)."""
 
     def __init__(self, size: int = DEFAULT_ENTRIES) -> None:
-        if size < 1:
-            raise ValueError("cache size must be at least 1")
-        self._size = size
-        self._entries: OrderedDict[str, Entry | None] = OrderedDict()
+        self._lru: EpochLRU[Entry] = EpochLRU(size)
         self._lock = threading.Lock()
-        #: Commits applied so far; a fill that saw an older count may be stale.
-        self._applied = 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._lru)
 
-    def lookup(self, key: str) -> Entry | _Miss | None:
+    def lookup(self, key: str) -> Entry | Miss | None:
         with self._lock:
-            try:
-                found = self._entries[key]
-            except KeyError:
-                return MISS
-            self._entries.move_to_end(key)
-            return found
+            return self._lru.lookup(key)
 
     def fill_token(self) -> int:
         """Take before reading storage; give to :meth:`fill` with what was read."""
-        return self._applied
+        return self._lru.epoch
 
     def fill(self, key: str, entry: Entry | None, token: int) -> None:
         with self._lock:
-            if token == self._applied:
-                self._store(key, entry)
+            self._lru.fill(key, entry, token)
 
     def update(self, writes: Iterable[tuple[Put | Delete, int]]) -> None:
         """What one batch of commits wrote, each op with its commit's revision."""
         with self._lock:
-            self._applied += 1
+            lru = self._lru
+            lru.advance()
             for op, revision in writes:
-                stored = Entry(op.key, op.value, revision) if isinstance(op, Put) else None
-                self._store(op.key, stored)
+                lru.put(op.key, Entry(op.key, op.value, revision) if isinstance(op, Put) else None)
 
     def clear(self) -> None:
         with self._lock:
-            self._applied += 1
-            self._entries.clear()
-
-    def _store(self, key: str, entry: Entry | None) -> None:
-        entries = self._entries
-        entries[key] = entry
-        entries.move_to_end(key)
-        if len(entries) > self._size:
-            entries.popitem(last=False)
+            self._lru.clear()
