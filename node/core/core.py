@@ -6,6 +6,7 @@ lifecycle methods for the sealed-safe endpoints.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -169,6 +170,9 @@ class Core:
         self._serving = False
         #: Seal and unseal run one at a time; status reads wait for one in progress.
         self.seal_guard = SealGuard()
+        #: One change of the active duties at a time: the cluster watcher starts them
+        #: while a role change (``restart_active_duties``) may be restarting them.
+        self._duties = asyncio.Lock()
 
     def _raft_timings(self) -> RaftTimings | None:
         """The running replica's timings for ``sys/metrics`` (None without one)."""
@@ -297,6 +301,14 @@ class Core:
 
     async def start_active_duties(self) -> None:
         """The cluster made this node active: it alone revokes expired leases."""
+        async with self._duties:
+            await self._start_active_duties()
+
+    async def stop_active_duties(self) -> None:
+        async with self._duties:
+            await self._stop_active_duties()
+
+    async def _start_active_duties(self) -> None:
         with contextlib.suppress(CofferError):  # retried on the next activation
             await self.tokens.migrate_accessors()  # plaintext keys of older versions
         if not self.replication.is_dr_secondary:  # a DR secondary's leases are the primary's
@@ -304,7 +316,7 @@ class Core:
         replica = self.cluster.replica if self.cluster is not None else None
         await self.replication.start_active(replica.applied_index() if replica else 0)
 
-    async def stop_active_duties(self) -> None:
+    async def _stop_active_duties(self) -> None:
         await self.replication.stop_active()
         await self.expiration.stop()
 
@@ -407,10 +419,11 @@ class Core:
 
     async def restart_active_duties(self) -> None:
         """A replication role changed: the active node's duties follow the new role."""
-        if self.is_standby or self.sealed:
-            return
-        await self.stop_active_duties()
-        await self.start_active_duties()
+        async with self._duties:
+            if self.is_standby or self.sealed:
+                return
+            await self._stop_active_duties()
+            await self._start_active_duties()
 
     async def _handle_forwarded(self, request: Request) -> tuple[Response, int]:
         """A performance secondary's write (``node.replication``): the answer, and the

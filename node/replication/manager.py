@@ -118,6 +118,13 @@ class Replication:
         ) = None
         self.states: dict[Kind, KindState] = {k: KindState(k) for k in Kind}
         self._live: Live | None = None
+        #: Held from the end of one active period to the start of the next: the
+        #: cluster watcher and a role change (promote, demote, update-primary)
+        #: restart the active duties concurrently, and two interleaved starts
+        #: left a Live nobody stops, streaming beside the reported one.
+        self._active_lock = asyncio.Lock()
+        #: The last index ``observe`` saw, with or without a Live to ship it.
+        self._observed = 0
         self._lock = asyncio.Lock()
         self._reloads: set[asyncio.Task[None]] = set()
         self._roots: dict[Kind, tuple[float, str]] = {}
@@ -219,7 +226,7 @@ class Replication:
                 await channel.send(
                     {**frame, "kind": Kind.PERFORMANCE.value, "secondary_id": bundle.secondary_id}
                 )
-                answer: dict[str, Any] = await asyncio.wait_for(channel.receive(), timeout)
+                answer: dict[str, Any] = await channel.receive_within(timeout)
             finally:
                 await channel.close()
         except (OSError, TimeoutError, FrameError) as error:
@@ -551,20 +558,31 @@ class Replication:
     # -- the active node ------------------------------------------------------------------
 
     async def start_active(self, applied: int) -> None:
-        await self.stop_active()
-        with contextlib.suppress(CofferError):
-            await self.load()
-        live = Live(WalRing(applied, self.ring_capacity, self.ring_max_bytes))
-        self._live = live
-        live.tasks.append(asyncio.create_task(self._feed(live), name="replication-feed"))
-        await self._start_listener()
-        for kind in Kind:
-            if self.states[kind].mode == "secondary":
-                live.tasks.append(
-                    asyncio.create_task(run_secondary(self, kind, live.client), name="replication")
-                )
+        async with self._active_lock:
+            await self._stop_active()
+            with contextlib.suppress(CofferError):
+                await self.load()
+            # Entries applied while no ring existed were shipped by nobody: the ring
+            # begins after them, so a secondary behind them syncs instead of resuming
+            # past a gap.
+            start = max(applied, self._observed)
+            live = Live(WalRing(start, self.ring_capacity, self.ring_max_bytes))
+            self._live = live
+            live.tasks.append(asyncio.create_task(self._feed(live), name="replication-feed"))
+            await self._start_listener()
+            for kind in Kind:
+                if self.states[kind].mode == "secondary":
+                    live.tasks.append(
+                        asyncio.create_task(
+                            run_secondary(self, kind, live.client), name="replication"
+                        )
+                    )
 
     async def stop_active(self) -> None:
+        async with self._active_lock:
+            await self._stop_active()
+
+    async def _stop_active(self) -> None:
         live, self._live = self._live, None
         if live is None:
             return
@@ -599,6 +617,7 @@ class Replication:
         # ``map`` over the keys in C: this runs for every applied entry (issue 16).
         if changes.reset or any(map(str.startswith, changes.keys, repeat(_STATE_PREFIX))):
             self._reload_soon()  # the active node changed a role: standbys follow
+        self._observed = max(self._observed, changes.index)
         live = self._live
         if live is None:
             return

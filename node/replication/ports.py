@@ -7,6 +7,7 @@ and talks through :class:`Link`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -53,6 +54,16 @@ class Channel:
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.link.send(encode(message))
+
+    async def receive_within(self, seconds: float) -> dict[str, Any]:
+        """:meth:`receive`, or ``TimeoutError`` after ``seconds``.
+
+        ``asyncio.timeout``, not ``asyncio.wait_for``: on Python 3.11 ``wait_for``
+        returns the result when a cancellation arrives just as the message did,
+        and the session task cancelled by ``stop_active`` went on streaming.
+        """
+        async with asyncio.timeout(seconds):
+            return await self.receive()
 
     async def receive(self) -> dict[str, Any]:
         while not self._ready:

@@ -52,7 +52,7 @@ async def serve_link(repl: Replication, live: Live, link: Link) -> None:
     channel = Channel(link)
     record: SecondaryLink | None = None
     try:
-        hello = await asyncio.wait_for(channel.receive(), 10.0)
+        hello = await channel.receive_within(10.0)
         expect_type(hello, "hello", "forward", "identity-link", "dynamic-filter")
         kind = Kind(str(hello.get("kind")))
         secondary_id = str(hello.get("secondary_id"))
@@ -278,7 +278,8 @@ async def _sync(
             "tables": tables_out,
         }
     )
-    need = await asyncio.wait_for(inbox.get(), 60.0)
+    async with asyncio.timeout(60.0):  # not wait_for: see Channel.receive_within
+        need = await inbox.get()
     expect_type(need, "need")
     record.state = "merkle-sync"
     wanted = [int(i) for i in need.get("buckets", [])]

@@ -63,7 +63,7 @@ async def fetch_bootstrap(repl: Replication, bundle: Bundle) -> dict[str, Any]:
                 "bundle": bundle.to_json(),
             }
         )
-        answer = await asyncio.wait_for(channel.receive(), 10.0)
+        answer = await channel.receive_within(10.0)
         if expect_type(answer, "bootstrap", "refused") == "refused":
             raise CofferError(f"the primary refused this secondary: {answer.get('reason')}")
         return answer
@@ -127,12 +127,15 @@ async def _session(
     if position == 0:
         status.state = "bootstrapping"  # nothing applied yet: the first sync comes next
     while True:
-        message = await asyncio.wait_for(channel.receive(), 30.0)
+        message = await channel.receive_within(30.0)
         status.last_heartbeat = time.time()
         kind_of = expect_type(message, "wals", "heartbeat", "sync", "refused")
         if kind_of == "refused":
             raise CofferError(f"the primary refused this secondary: {message.get('reason')}")
         if kind_of == "heartbeat":
+            # The primary sends these only while streaming: a secondary that resumed
+            # already caught up is streaming as much as one that just got WALs.
+            status.state = "stream-wals"
             await channel.send({"type": "ack", "index": status.last_remote_wal})
         elif kind_of == "wals":
             status.state = "stream-wals"
@@ -243,7 +246,7 @@ async def _sync(
     status.state = "merkle-sync"
     status.sync_total_keys, status.sync_progress = len(wanted), 0
     while True:
-        frame = await asyncio.wait_for(channel.receive(), 60.0)
+        frame = await channel.receive_within(60.0)
         if expect_type(frame, "bucket", "synced") == "synced":
             break
         bucket = int(frame["i"])

@@ -32,7 +32,9 @@ class ExpirationManager:
         store.on_create.append(self.schedule)
 
     async def start(self) -> None:
-        """Load every expiring token and start the timer task (after unseal)."""
+        """Load every expiring token and start the timer task (after unseal); a timer
+        already running is stopped first, never left running beside the new one."""
+        await self.stop()
         self._heap = [
             (e.expire_time, e.key) for e in await self._store.all_entries() if e.expire_time
         ]
@@ -57,8 +59,11 @@ class ExpirationManager:
             self._wake.clear()
             delay = self._heap[0][0] - time.time() if self._heap else None
             if delay is None or delay > 0:
+                # asyncio.timeout, not wait_for, which on Python 3.11 can swallow the
+                # cancellation of ``stop`` when the event is set at the same moment.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                    async with asyncio.timeout(delay):
+                        await self._wake.wait()
                 continue
             _, key = heapq.heappop(self._heap)
             try:

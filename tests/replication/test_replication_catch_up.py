@@ -78,3 +78,25 @@ def test_a_secondary_down_past_the_primarys_wal_ring_catches_up_by_sync(
     root = caught_up()
     primary.ok("POST", "secret/data/after", {"data": {"v": "streamed"}})
     wait_until(lambda: caught_up(not_root=root), 30, "the write after the sync")
+
+
+def test_a_secondary_that_resumes_caught_up_reports_streaming(pair: tuple[Site, Site]) -> None:
+    """Restarted with nothing new on the primary, it resumes from its position (no
+    sync) and gets heartbeats only: it is streaming all the same, as Vault reports."""
+    primary, dr = pair
+    primary.ok("POST", "secret/data/before", {"data": {"v": 1}})
+
+    def streaming_at(position: int) -> bool:
+        mine = dr.status("dr")
+        return mine["state"] == "stream-wals" and mine["last_remote_wal"] == position
+
+    last = primary.status("dr")["last_wal"]
+    wait_until(lambda: streaming_at(last), 30, "the DR secondary to stream")
+    syncs_before = len(_synced(dr))
+    dr.node0.kill()
+    dr.node0.start()
+    dr.unseal(dr.node0)
+
+    wait_until(lambda: streaming_at(last), 30, "the restarted secondary to report streaming")
+    assert primary.status("dr")["last_wal"] == last  # nothing was written meanwhile
+    assert len(_synced(dr)) == syncs_before  # it resumed: no sync
