@@ -44,7 +44,10 @@ class SealGuard:
         """``bounded``: give up with a 503 after ``wait`` seconds (a seal itself waits)."""
         if bounded:
             try:
-                await asyncio.wait_for(self._lock.acquire(), self.wait)
+                # asyncio.timeout: Python 3.11's wait_for can swallow the caller's
+                # cancellation (node/replication/DESIGN.md, "A stopped session stops").
+                async with asyncio.timeout(self.wait):
+                    await self._lock.acquire()
             except TimeoutError:
                 raise SealInProgressError() from None
         else:
