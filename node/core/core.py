@@ -278,9 +278,9 @@ class Core:
         await self.seal_guard.run_soon(delay, action)
 
     async def _seal_now(self, *, keep_raft: bool = False) -> None:
-        self._serving = False
-        await self.replication.stop_active()
-        await self.expiration.stop()
+        self._serving = False  # from here ``sealed``: a restart of the duties refuses
+        async with self._duties:  # one under way finishes first, then stops here
+            await self._stop_active_duties()
         self._policy_stores.clear()
         self.access.clear()
         # Decrypted identity data must not outlive the seal; unseal re-registers stores.

@@ -57,3 +57,15 @@ async def test_a_ring_begins_after_entries_applied_while_no_ring_existed(tmp_pat
         assert live.ring.can_resume(90)
     finally:
         await core.seal()
+
+
+async def test_a_seal_during_a_restart_leaves_no_duty_running(tmp_path: Path) -> None:
+    """The restart either finishes before the seal stops everything, or finds the
+    node sealed and starts nothing: no feed or timer outlives the seal."""
+    core = Core(FileBackend(tmp_path))
+    await core.dev_bootstrap()
+    await core.start_active_duties()
+    await asyncio.gather(core.restart_active_duties(), core.seal(), core.restart_active_duties())
+    assert core.sealed
+    assert running("replication-feed") == 0
+    assert running("token-expiration") == 0
