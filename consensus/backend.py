@@ -284,7 +284,8 @@ class RaftBackend:
         self._node.transfer_leadership(callback)
         timeout = self._node.config.request_timeout
         try:
-            _, error = await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                _, error = await future
         except TimeoutError:
             raise StorageError("raft leadership transfer was not sent in time") from None
         if error != 0:

@@ -106,7 +106,8 @@ class Membership:
             else:
                 self._node.remove_node(address, callback)
             try:
-                _, error = await asyncio.wait_for(future, self._node.config.request_timeout)
+                async with asyncio.timeout(self._node.config.request_timeout):
+                    _, error = await future
             except TimeoutError:
                 reason = "timeout"
                 continue

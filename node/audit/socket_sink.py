@@ -49,11 +49,13 @@ class SocketSink:
         if self._stream is not None and (self._stream[0].at_eof() or self._stream[1].is_closing()):
             await self._drop()
         if self._stream is None:
-            self._stream = await asyncio.wait_for(self._connect(), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                self._stream = await self._connect()
         writer = self._stream[1]
         try:
             writer.write(line)
-            await asyncio.wait_for(writer.drain(), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                await writer.drain()
         except BaseException:
             await self._drop()
             raise
@@ -78,4 +80,5 @@ class SocketSink:
         if stream is not None:
             stream[1].close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(stream[1].wait_closed(), self.timeout)
+                async with asyncio.timeout(self.timeout):
+                    await stream[1].wait_closed()
