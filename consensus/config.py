@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from consensus._vendor.pysyncobj import SyncObjConf
+from consensus.dumps import JOURNAL_COMPACT_BYTES
 from consensus.wire import APPEND_BATCH_BYTES, MAX_SNAPSHOT_CHUNK_BYTES
 from sdk.certs import RaftTLS
 
@@ -119,6 +120,10 @@ class RaftConfig:
     batch_max_in_flight: int = 1
     compaction_min_entries: int = 5000
     compaction_min_time: float = 300.0
+    #: The journal is compacted once the entries applied since the dump outgrow
+    #: the dump and this floor: a restart replays at most about that much
+    #: (~0.7 s for 32 MiB here), and the journal's entries are held in memory.
+    compaction_min_bytes: int = JOURNAL_COMPACT_BYTES
     snapshot_chunk_bytes: int = 1024 * 1024
     #: Mutual TLS between peers (consensus.pki), which then replaces Fernet;
     #: None: Fernet under the password derived from ``cluster_secret`` only.
@@ -165,7 +170,11 @@ class RaftConfig:
             raise RaftConfigError("request_timeout and request_attempts must be positive")
         if self.batch_max_commands < 1 or self.batch_max_in_flight < 1:
             raise RaftConfigError("batch_max_commands and batch_max_in_flight must be positive")
-        if self.compaction_min_entries < 2 or self.compaction_min_time <= 0:
+        if (
+            self.compaction_min_entries < 2
+            or self.compaction_min_time <= 0
+            or self.compaction_min_bytes < 1
+        ):
             raise RaftConfigError("compaction thresholds are too small")
         if self.relaxed_sync_interval <= 0:
             raise RaftConfigError("relaxed_sync_interval must be positive")

@@ -53,15 +53,27 @@ __all__ = ["SnapshotStore"]
 
 log = logging.getLogger(__name__)
 
-#: A journal smaller than this is never compacted for its size alone.
-JOURNAL_COMPACT_BYTES = 4 * 1024 * 1024
+#: A journal smaller than this is never compacted for its size alone (the default
+#: of ``RaftConfig.compaction_min_bytes``). A dump costs every node a copy of the
+#: state on the Raft thread, an encode under the GIL and a write with its fsync,
+#: all at the same index; under this floor a small store dumped about once a
+#: second at 2,500 writes/s (docs/performance.md, "Ninth pass").
+JOURNAL_COMPACT_BYTES = 32 * 1024 * 1024
 
 
 class SnapshotStore:
     """The dump file at ``path``, its writer thread and its transmissions."""
 
-    def __init__(self, path: Path, state: KVState, journal: DurableJournal, chunk: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        state: KVState,
+        journal: DurableJournal,
+        chunk: int,
+        compact_bytes: int = JOURNAL_COMPACT_BYTES,
+    ) -> None:
         self._path = path
+        self._compact_bytes = compact_bytes
         self._state = state
         self._journal = journal
         self._chunk = chunk
@@ -224,7 +236,7 @@ class SnapshotStore:
     def compactionPoint(self, index: int, size: int, count_due: bool) -> bool:
         """Called by the engine after applying entry ``index`` of ``size`` bytes:
         compact here once the entries applied since the dump outgrew the dump
-        (and :data:`JOURNAL_COMPACT_BYTES`), or when the engine's entry count
+        (and ``compact_bytes``), or when the engine's entry count
         says so (``count_due``), unless a dump is still being written.
 
         A restart loads the dump and replays the journal after it; compacting
@@ -240,7 +252,7 @@ class SnapshotStore:
         if self._writer is not None:
             return False  # this node skips the point (and may then compact apart)
         dump_bytes = self.dump_id[1] if self.dump_id is not None else 0
-        return count_due or self._applied_bytes > max(JOURNAL_COMPACT_BYTES, dump_bytes)
+        return count_due or self._applied_bytes > max(self._compact_bytes, dump_bytes)
 
     # -- internals ----------------------------------------------------------------------
 

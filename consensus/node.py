@@ -115,7 +115,11 @@ class RaftNode:
             journal.count_unsynced = not self._strict
             self._state = KVState()
             self._store = SnapshotStore(
-                root / "dump.jsonl", self._state, self._journal, config.snapshot_chunk_bytes
+                root / "dump.jsonl",
+                self._state,
+                self._journal,
+                config.snapshot_chunk_bytes,
+                compact_bytes=config.compaction_min_bytes,
             )
             self._align_journal_with_dump()
             transport = functools.partial(self._make_transport, self._journal, self._strict)

@@ -14,18 +14,19 @@ import os
 from pathlib import Path
 
 from consensus.backend import RaftBackend
-from consensus.dumps import JOURNAL_COMPACT_BYTES
 from harness.raft import make_config
 
 VALUE = 100_000
+#: A floor far below the default keeps the test small; the rule is the same.
+COMPACT_BYTES = 4 * 1024 * 1024
 
 
 async def test_a_big_journal_is_compacted_and_a_restart_replays_only_its_tail(
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "raft"
-    writes = JOURNAL_COMPACT_BYTES // VALUE + 10  # few entries, many bytes
-    config = make_config(root)
+    writes = COMPACT_BYTES // VALUE + 10  # few entries, many bytes
+    config = make_config(root, compaction_min_bytes=COMPACT_BYTES)
     backend = await RaftBackend.open(config)
     try:
         await backend.wait_for_leader(10)
@@ -33,7 +34,7 @@ async def test_a_big_journal_is_compacted_and_a_restart_replays_only_its_tail(
             await backend.put(f"big/{n}", os.urandom(VALUE))
         for _ in range(500):
             if (root / "dump.jsonl").exists() and backend._node._journal.size_bytes < (
-                JOURNAL_COMPACT_BYTES
+                COMPACT_BYTES
             ):
                 break
             await asyncio.sleep(0.02)
@@ -64,13 +65,15 @@ def test_no_compaction_point_while_a_dump_is_being_written(tmp_path: Path) -> No
 
     tmp_path.chmod(0o700)
     journal = DurableJournal(tmp_path / "journal")
-    store = SnapshotStore(tmp_path / "dump.jsonl", KVState(), journal, chunk=4096)
+    store = SnapshotStore(
+        tmp_path / "dump.jsonl", KVState(), journal, chunk=4096, compact_bytes=COMPACT_BYTES
+    )
     try:
         assert store.compactionPoint(10, 100, True), "the entry count is due"
-        assert not store.compactionPoint(11, JOURNAL_COMPACT_BYTES - 200, False)
-        assert store.compactionPoint(12, 200, False), "past 4 MiB of applied entries"
+        assert not store.compactionPoint(11, COMPACT_BYTES - 200, False)
+        assert store.compactionPoint(12, 200, False), "past the floor of applied entries"
         store._writer = threading.Thread()  # a dump under way
-        assert not store.compactionPoint(13, JOURNAL_COMPACT_BYTES, True)
+        assert not store.compactionPoint(13, COMPACT_BYTES, True)
     finally:
         store._writer = None
         store.close()

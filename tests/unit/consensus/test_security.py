@@ -167,6 +167,12 @@ def test_timer_relations_are_validated(tmp_path: Path) -> None:
     assert make_config(tmp_path, **TEST_TIMERS).tick_interval == 0.005
 
 
+@pytest.mark.parametrize("setting", [{"compaction_min_entries": 1}, {"compaction_min_bytes": 0}])
+def test_compaction_thresholds_are_validated(tmp_path: Path, setting: dict[str, int]) -> None:
+    with pytest.raises(RaftConfigError, match="compaction"):
+        make_config(tmp_path, **setting)
+
+
 # -- at rest ----------------------------------------------------------------------------------
 
 
