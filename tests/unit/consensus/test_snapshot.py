@@ -159,6 +159,36 @@ def test_serialize_writes_a_private_durable_dump_off_thread(tmp_path: Path) -> N
     journal._destroy()
 
 
+def test_the_dump_writer_pauses_after_every_line_it_encodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Encoding holds the GIL; the writer hands it back after each line, so the
+    event loop and the Raft thread do not wait for the whole dump (every node
+    dumps at the same index)."""
+    import threading
+
+    from consensus import dumps
+
+    pauses: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        if threading.current_thread().name == "coffer-raft-dump":
+            pauses.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(dumps.time, "sleep", sleep)
+    store, journal = make_store(tmp_path / "a", sample_state())
+    store.serialize((None, POINT.last, POINT.prev, set()), 1398)
+    assert wait_for(store) == (SERIALIZER_STATE.SUCCESS, 1398)
+
+    lines = (tmp_path / "a" / "dump.jsonl").read_bytes().count(b"\n")
+    assert lines > 3, "1,400 keys take several lines"
+    assert pauses == [dumps.DUMP_LINE_PAUSE] * lines
+    store.close()
+    journal._destroy()
+
+
 def transfer(leader: SnapshotStore, follower: SnapshotStore, peer: object = "peer") -> object:
     """Run the chunk protocol between two stores until the follower's final answer."""
     for _ in range(10_000):
