@@ -12,6 +12,12 @@ indexes) but:
 * :meth:`sync` is one ``fdatasync`` for everything appended since the last
   one; :mod:`consensus.node` calls it before every tick and before sending
   the deferred follower acknowledgements, which is the group commit;
+* the file's tail is written ahead as zeros (:meth:`reserve`), so an append
+  overwrites blocks that are already allocated and written, and its
+  ``fdatasync`` flushes data without a file-system journal commit for a new
+  size (fallocate's unwritten extents would still need one): ~230 → ~150 µs
+  per sync with three nodes syncing on one disk. A tail of zeros is free
+  space on open, not a torn record;
 * compaction (``deleteEntriesTo``) writes a new file and renames it into
   place instead of rewriting the old one in place;
 * term and vote are written durably before any message that depends on them.
@@ -52,6 +58,13 @@ JournalEntry = tuple[bytes, int, int]  # (command, log index, term), as pysyncob
 _MAGIC = b"CFRJRNL2"
 _MAGIC_V1 = b"CFRJRNL1"
 _RECORD = struct.Struct("<IIQQ")  # command length, crc32, index, term
+
+#: :meth:`DurableJournal.reserve` writes zeros this far ahead of the last record
+#: once fewer than :data:`RESERVE_LOW` bytes of them are left (one ~1 ms write
+#: and sync per MiB of log, outside the path of a write being acknowledged).
+RESERVE_BYTES = 1024 * 1024
+RESERVE_LOW = 256 * 1024
+_ZEROS = bytes(RESERVE_BYTES)
 
 
 def fsync_dir(path: Path) -> None:
@@ -158,11 +171,14 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
             self._entries.append((command, index, term))
             self._offsets.append(offset)
             offset = end
-        if offset != size:
+        if offset != size and data.count(0, offset) != size - offset:
             log.warning("raft journal %s: cut %d bytes of torn tail", self._path, size - offset)
             os.ftruncate(fd, offset)
             os.fsync(fd)
+            size = offset
         self._end = offset
+        self._allocated = size  # the records, then zeros written ahead
+        self._reserve_after = 0
 
     # -- pysyncobj's Journal interface ---------------------------------------
 
@@ -184,6 +200,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         self._entries.append((raw, idx, term))
         self._offsets.append(self._end)
         self._end += len(record)
+        self._allocated = max(self._allocated, self._end)
         self._dirty = True
 
     def clear(self) -> None:
@@ -214,6 +231,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
             raise
         os.close(self._fd)
         self._fd, self._entries, self._offsets, self._end = fd, keep, offsets, end
+        self._allocated = end
         self._dirty = False
         self.synced_index = keep[-1][1] if keep else 0
 
@@ -273,6 +291,26 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         self.synced_index = self._entries[-1][1] if self._entries else 0
         return True
 
+    def reserve(self) -> bool:
+        """Write zeros ahead of the log once little of them is left, and sync them;
+        True if it did. Called after a sync's acknowledgements are out.
+
+        A write that fails (a full disk) is not fatal: appends still grow the
+        file, and the next try waits until another :data:`RESERVE_BYTES` were
+        appended. A failed sync is, as everywhere in this journal."""
+        if self._allocated - self._end >= RESERVE_LOW or self._end < self._reserve_after:
+            return False
+        try:
+            write_all(self._fd, _ZEROS, self._allocated)
+        except OSError as exc:
+            log.warning("raft journal %s: cannot write ahead: %s", self._path, exc)
+            self._reserve_after = self._end + RESERVE_BYTES
+            return False
+        with self._io():
+            os.fdatasync(self._fd)
+        self._allocated += RESERVE_BYTES
+        return True
+
     @property
     def dirty(self) -> bool:
         return self._dirty
@@ -312,7 +350,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
             return
         with self._io():
             os.ftruncate(self._fd, self._offsets[position])
-        self._end = self._offsets[position]
+        self._end = self._allocated = self._offsets[position]
         del self._entries[position:]
         del self._offsets[position:]
         self._dirty = True

@@ -228,6 +228,7 @@ class RaftNode:
         if self._strict:
             self._journal.sync()  # the leader's own fsync overlaps the followers'
             self._transport.flush_acks()
+        self._journal.reserve()  # after the acknowledgements: off a write's path
         if self._single_leader_has_uncommitted():
             self._wake()  # nobody will send us an ack; commit on the next tick at once
 

@@ -15,7 +15,7 @@ import pytest
 
 from consensus import ChangeSet, RaftBackend, RaftConfig
 from consensus.commands import Applied, Txn, decode_command, new_command_id
-from consensus.journal import DurableJournal
+from consensus.journal import RESERVE_LOW, DurableJournal
 from consensus.node import RaftNode
 from harness.ports import free_port
 from harness.raft import lose_first_callback, make_config, open_single_node
@@ -156,6 +156,16 @@ async def test_a_log_entry_is_its_type_byte_and_our_command(backend: RaftBackend
     for raw in regular:
         assert isinstance(decode_command(raw[1:]), Txn)
     assert not backend._node._obj._methodToID  # no pickled method calls
+
+
+async def test_the_node_keeps_zeros_written_ahead_of_its_journal(
+    backend: RaftBackend, config: RaftConfig
+) -> None:
+    """So an append's fdatasync needs no file-system journal commit (consensus/journal.py)."""
+    await backend.put("ahead", b"v")
+    journal = backend._node._journal
+    on_disk = (Path(config.data_dir) / "journal").stat().st_size
+    assert on_disk - journal.size_bytes >= RESERVE_LOW
 
 
 async def test_data_survives_a_restart(backend: RaftBackend, config: RaftConfig) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from consensus.journal import DurableJournal
+from consensus.journal import RESERVE_BYTES, RESERVE_LOW, DurableJournal
 
 
 @pytest.fixture
@@ -190,3 +194,147 @@ def test_a_format_1_journal_with_pickled_entries_is_refused_not_read(tmp_path: P
 
     with pytest.raises(ValueError, match="format 1"):
         DurableJournal(path)
+
+
+# -- written ahead as zeros ------------------------------------------------------------------
+
+
+def test_appends_overwrite_zeros_written_ahead_and_a_reopen_keeps_them(
+    path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    journal = filled(path, 2)
+    assert journal.reserve() is True
+    size = path.stat().st_size
+    assert size == journal.size_bytes + RESERVE_BYTES
+    assert journal.reserve() is False, "enough is left"
+
+    journal.add(b"cmd-3", 3, 2)
+    journal.sync()
+    assert path.stat().st_size == size, "the append wrote into the zeros"
+    journal._destroy()
+
+    with caplog.at_level(logging.WARNING, logger="consensus.journal"):
+        again = DurableJournal(path)
+    assert [entry[1] for entry in again] == [1, 2, 3]
+    assert "torn" not in caplog.text, "zeros are free space, not a torn record"
+    assert path.stat().st_size == size
+    again.add(b"cmd-4", 4, 2)
+    again._destroy()
+    assert [entry[1] for entry in stored(path)] == [1, 2, 3, 4]
+
+
+def test_a_record_torn_inside_the_zeros_is_cut(path: Path) -> None:
+    journal = filled(path, 3)
+    journal.reserve()
+    end = journal.size_bytes
+    journal._destroy()
+    with open(path, "r+b") as raw:  # a crash half-way through the next record
+        raw.seek(end)
+        raw.write(b"\x09\x00\x00\x00partial")
+
+    again = DurableJournal(path)
+    assert [entry[1] for entry in again] == [1, 2, 3]
+    assert path.stat().st_size == end
+    again._destroy()
+
+
+def test_more_zeros_are_written_once_few_are_left(path: Path) -> None:
+    journal = DurableJournal(path)
+    journal.reserve()
+    first = path.stat().st_size
+    big = b"x" * (RESERVE_BYTES - RESERVE_LOW + 1)
+    journal.add(big, 1, 1)
+    assert path.stat().st_size == first
+    assert journal.reserve() is True
+    assert path.stat().st_size == first + RESERVE_BYTES
+    journal.add(b"y" * (2 * RESERVE_BYTES), 2, 1)  # more than is reserved: the file grows
+    journal._destroy()
+    assert [len(entry[0]) for entry in stored(path)] == [len(big), 2 * RESERVE_BYTES]
+
+
+def test_compaction_and_truncation_start_from_their_new_end(path: Path) -> None:
+    journal = filled(path, 6)
+    journal.reserve()
+    journal.deleteEntriesFrom(4)
+    assert path.stat().st_size == journal.size_bytes
+    journal.reserve()
+    journal.deleteEntriesTo(2)
+    assert path.stat().st_size == journal.size_bytes
+    assert journal.reserve() is True
+    journal.add(b"cmd-5b", 5, 3)
+    journal._destroy()
+    assert [entry[1] for entry in stored(path)] == [3, 4, 5]
+
+
+def test_a_full_disk_when_writing_ahead_is_not_fatal(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from consensus import journal as module
+
+    real = module.write_all
+
+    def full(fd: int, payload: bytes, offset: int | None = None) -> None:
+        if payload is module._ZEROS:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, payload, offset)
+
+    journal = filled(path, 2)
+    monkeypatch.setattr(module, "write_all", full)
+    assert journal.reserve() is False
+    assert journal.broken is None
+    assert journal.reserve() is False, "no retry until more was appended"
+    journal.add(b"cmd-3", 3, 2)
+    assert journal.sync() is True
+    monkeypatch.setattr(module, "write_all", real)
+    journal.add(b"x" * RESERVE_BYTES, 4, 2)
+    assert journal.reserve() is True, "tried again once a reserve's worth was appended"
+    journal._destroy()
+    assert [entry[1] for entry in stored(path)] == [1, 2, 3, 4]
+
+
+_COMMANDS = st.lists(st.binary(max_size=300), min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    commands=_COMMANDS,
+    reserve_after=st.integers(min_value=0, max_value=12),
+    damage_at=st.floats(min_value=0.0, max_value=1.0),
+    damage=st.one_of(st.none(), st.binary(min_size=1, max_size=64)),
+)
+def test_a_reopen_keeps_exactly_the_records_before_the_first_damaged_byte(
+    tmp_path_factory: pytest.TempPathFactory,
+    commands: list[bytes],
+    reserve_after: int,
+    damage_at: float,
+    damage: bytes | None,
+) -> None:
+    """Whatever a crash leaves (a cut, or garbage over any bytes, zeros ahead or
+    not), a reopen finds the records that end before the first damaged byte."""
+    path = tmp_path_factory.mktemp("j") / "journal"
+    journal = DurableJournal(path)
+    for index, command in enumerate(commands, start=1):
+        journal.add(command, index, 1)
+        if index == reserve_after:
+            journal.reserve()
+    offsets = [*journal._offsets, journal.size_bytes]
+    journal._destroy()
+    data = path.read_bytes()
+    first_bad = 8 + round(damage_at * (len(data) - 8))  # never the magic
+    if damage is None:
+        data = data[:first_bad]
+    else:
+        # every patched byte differs from the one it replaces (d | 1 is never 0)
+        old = data[first_bad : first_bad + len(damage)]
+        patch = bytes(o ^ (d | 1) for o, d in zip(old, damage, strict=False))
+        data = data[:first_bad] + patch + data[first_bad + len(patch) :]
+        if not patch:  # garbage past the end
+            data += damage
+    path.write_bytes(data)
+
+    kept = sum(1 for end in offsets[1:] if end <= first_bad)
+    again = DurableJournal(path)
+    assert list(again[:]) == [(c, i, 1) for i, c in enumerate(commands[:kept], start=1)]
+    again.add(b"next", kept + 1, 1)
+    again._destroy()
+    assert [entry[1] for entry in stored(path)] == [*range(1, kept + 1), kept + 1]
