@@ -72,15 +72,21 @@ BIG_CHUNK = 32 * 1024
 
 @pytest.mark.parametrize(
     "cluster",
-    [{"compaction_min_entries": 100_000, "snapshot_chunk_bytes": BIG_CHUNK}],
+    [
+        {
+            "compaction_min_entries": 100_000,
+            "compaction_min_bytes": 4 * 1024 * 1024,
+            "snapshot_chunk_bytes": BIG_CHUNK,
+        }
+    ],
     indirect=True,
 )
 def test_leadership_moves_during_the_transfer_and_the_transfer_resumes(cluster: Cluster) -> None:
     leader = cluster.wait_for_leader()
     victim, other = cluster.followers(leader)
     victim.kill()
-    # About 6 MB of entries: past the 4 MiB at which every node compacts by size,
-    # at an index chosen from the entries alone (no forced compaction).
+    # About 6 MB of entries: past the 4 MiB (this test's floor) at which every node
+    # compacts by size, at an index chosen from the entries alone (no forced compaction).
     for n in range(70):
         leader.request("put", key=f"big/{n}", value=f"{n:03d}" * 20_000)
     load = run_load([leader, other], seconds=1.0)
