@@ -298,7 +298,11 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         A write that fails (a full disk) is not fatal: appends still grow the
         file, and the next try waits until another :data:`RESERVE_BYTES` were
         appended. A failed sync is, as everywhere in this journal."""
-        if self._allocated - self._end >= RESERVE_LOW or self._end < self._reserve_after:
+        if (
+            self.broken is not None
+            or self._allocated - self._end >= RESERVE_LOW
+            or self._end < self._reserve_after
+        ):
             return False
         try:
             write_all(self._fd, _ZEROS, self._allocated)

@@ -292,6 +292,16 @@ def test_a_full_disk_when_writing_ahead_is_not_fatal(
     assert [entry[1] for entry in stored(path)] == [1, 2, 3, 4]
 
 
+def test_a_broken_journal_writes_nothing_ahead(path: Path) -> None:
+    journal = filled(path, 2)
+    size = path.stat().st_size
+    journal.broken = OSError(errno.EIO, "Input/output error")  # a failed sync before
+    assert journal.reserve() is False
+    assert path.stat().st_size == size
+    journal.broken = None
+    journal._destroy()
+
+
 _COMMANDS = st.lists(st.binary(max_size=300), min_size=1, max_size=12)
 
 
