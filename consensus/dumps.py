@@ -57,8 +57,8 @@ log = logging.getLogger(__name__)
 #: A journal smaller than this is never compacted for its size alone (the default
 #: of ``RaftConfig.compaction_min_bytes``). A dump costs every node a copy of the
 #: state on the Raft thread, an encode under the GIL and a write with its fsync,
-#: all at the same index; under this floor a small store dumped about once a
-#: second at 2,500 writes/s (docs/performance.md, "Ninth pass").
+#: all at the same index; under the former 4 MiB floor a small store dumped about
+#: once a second at 2,500 writes/s (docs/performance.md, "Ninth pass").
 JOURNAL_COMPACT_BYTES = 32 * 1024 * 1024
 
 

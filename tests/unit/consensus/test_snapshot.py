@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from consensus import dumps
 from consensus._vendor.pysyncobj.config import SERIALIZER_STATE
 from consensus._vendor.pysyncobj.node import TCPNode
 from consensus.commands import Applied, Mismatch, Txn
@@ -165,10 +167,6 @@ def test_the_dump_writer_pauses_after_every_line_it_encodes(
     """Encoding holds the GIL; the writer hands it back after each line, so the
     event loop and the Raft thread do not wait for the whole dump (every node
     dumps at the same index)."""
-    import threading
-
-    from consensus import dumps
-
     pauses: list[float] = []
     real_sleep = time.sleep
 
