@@ -231,7 +231,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
             raise
         os.close(self._fd)
         self._fd, self._entries, self._offsets, self._end = fd, keep, offsets, end
-        self._allocated = end
+        self._allocated, self._reserve_after = end, 0  # a new file: offsets start again
         self._dirty = False
         self.synced_index = keep[-1][1] if keep else 0
 
@@ -355,6 +355,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         with self._io():
             os.ftruncate(self._fd, self._offsets[position])
         self._end = self._allocated = self._offsets[position]
+        self._reserve_after = min(self._reserve_after, self._end)
         del self._entries[position:]
         del self._offsets[position:]
         self._dirty = True

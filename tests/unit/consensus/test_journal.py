@@ -292,6 +292,30 @@ def test_a_full_disk_when_writing_ahead_is_not_fatal(
     assert [entry[1] for entry in stored(path)] == [1, 2, 3, 4]
 
 
+def test_after_a_full_disk_a_compaction_tries_writing_ahead_again(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait after a failed write-ahead is counted in the file's offsets, which a
+    compaction starts again (and frees space)."""
+    from consensus import journal as module
+
+    real = module.write_all
+
+    def full(fd: int, payload: bytes, offset: int | None = None) -> None:
+        if payload is module._ZEROS:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, payload, offset)
+
+    journal = filled(path, 4)
+    journal.add(b"x" * RESERVE_BYTES, 5, 2)
+    monkeypatch.setattr(module, "write_all", full)
+    assert journal.reserve() is False
+    monkeypatch.setattr(module, "write_all", real)
+    journal.deleteEntriesTo(5)
+    assert journal.reserve() is True
+    journal._destroy()
+
+
 def test_a_broken_journal_writes_nothing_ahead(path: Path) -> None:
     journal = filled(path, 2)
     size = path.stat().st_size
