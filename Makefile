@@ -1,5 +1,7 @@
 # Fresh machine: `make run` starts a dev server, `make test` runs every check.
-PYTHON ?= python3
+# The interpreter .venv is built on: Debian's own python3, the one the image ships,
+# when it is 3.11+ (scripts/pick-python says why); `make PYTHON=...` overrides it.
+PYTHON ?= $(shell sh scripts/pick-python)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
@@ -7,8 +9,16 @@ PYTEST_ARGS ?=
 
 .PHONY: run test lint typecheck unit clean bench bench-tools
 
+# An environment made with another interpreter (an older checkout's, on pyenv's
+# python3) is made again.
+VENV_PYTHON := $(shell $(BIN)/python -c 'import sys; print(sys.base_prefix + "-" + sys.version.split()[0])' 2>/dev/null)
+WANT_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.base_prefix + "-" + sys.version.split()[0])' 2>/dev/null)
+ifneq ($(VENV_PYTHON),$(WANT_PYTHON))
+.PHONY: $(STAMP)
+endif
+
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
