@@ -37,7 +37,8 @@ def _meta_block(meta: dict[str, Any], records: list[Record]) -> str:
     when = f"{stamps[0]} to {stamps[-1][11:]}" if stamps else time.strftime("%Y-%m-%dT%H:%M")
     lines = [
         f"- Run: `{meta['command']}`, {when} (local time)",
-        f"- Machine: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}, Python {m['python']}",
+        f"- Machine: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}, Python {m['python']}"
+        + (f" (`{m['python_prefix']}`)" if m.get("python_prefix") else ""),
     ]
     etcd = next((v for k, v in versions.items() if k.startswith("etcd") and v), None)
     if etcd:

@@ -44,6 +44,9 @@ def machine() -> dict[str, Any]:
         "cpu": cpu,
         "cores": os.cpu_count(),
         "python": platform.python_version(),
+        # Where the interpreter lives (/usr: Debian's, built with PGO and LTO; a pyenv
+        # build is 20-30 % slower on the same code: docs/performance.md, "Tenth pass").
+        "python_prefix": sys.base_prefix,
         "kernel": platform.release(),
     }
 

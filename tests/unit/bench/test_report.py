@@ -133,6 +133,14 @@ def test_a_standard_run_dates_its_before_and_after_table() -> None:
     assert "Test CPU, 2 cores" in blocks["run-perfpass"]
 
 
+def test_the_run_names_where_its_interpreter_lives() -> None:
+    records = [_record("coffer-inmem", "node", "kv2-read", 32, 3000.0)]
+    meta = {**META, "machine": {**META["machine"], "python_prefix": "/usr"}}
+    assert "Python 3.11.7 (`/usr`)" in report.render_blocks(records, meta)["run-standard"]
+    # Records written before the prefix was kept still render.
+    assert "Python 3.11.7\n" in report.render_blocks(records, META)["run-standard"]
+
+
 def test_update_docs_rewrites_blocks_and_the_readme_headline(tmp_path: Any) -> None:
     docs = tmp_path / "performance.md"
     readme = tmp_path / "README.md"
