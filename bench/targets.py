@@ -74,7 +74,10 @@ class Target(ABC):
         try:
             self.start()
         except BaseException:
+            # The servers' logs are what tell why a start failed: kept, and named.
+            self._owned_dir = False
             self.cleanup()
+            print(f"# {self.name} did not start; its logs are in {self.workdir}", flush=True)
             raise
         return self
 
