@@ -118,6 +118,10 @@ async def complete_join(cluster: Cluster, root_key: bytes) -> None:
         await asyncio.to_thread(cluster.driver.discard)
         cluster.pending_join = None
         cluster.storage.set_overlay({})
+        # The seal config the core read from the overlay goes with it: kept, the node
+        # would read as initialised with no data, skip every further join and answer
+        # each unseal "root key missing from storage".
+        cluster.core.forget_seal_config()
         cluster.start_retry_join(leader_ca_cert=ticket.leader_ca_cert)
         raise
     cluster.pending_join = None

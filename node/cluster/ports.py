@@ -164,6 +164,11 @@ class HostCore(Protocol):
 
     async def initialized(self) -> bool: ...
 
+    def forget_seal_config(self) -> None:
+        """Read the seal config from storage again: an abandoned join took the one
+        the core had read (the leader's, from the join's overlay) out of storage."""
+        ...
+
     async def seal(self) -> None:
         """Seal this node (it was removed from the configuration)."""
         ...

@@ -195,6 +195,9 @@ class Core:
     async def initialized(self) -> bool:
         return await self.lifecycle.initialized()
 
+    def forget_seal_config(self) -> None:
+        self.lifecycle.forget_configs()
+
     async def initialize(
         self, shares: int, threshold: int, recovery_shares: int = 0, recovery_threshold: int = 0
     ) -> InitOutput:

@@ -69,6 +69,45 @@ def test_join_endpoint_and_plain_standbys(tmp_path: Path) -> None:
         cluster.close()
 
 
+def test_a_join_whose_answer_failed_can_be_made_again(tmp_path: Path) -> None:
+    """Unsealing a joiner answers the leader's challenge; when that fails (here the
+    leader is down) the join is abandoned, and the leader's seal config must go with
+    it: kept, the node read as initialised with no data, skipped every later join
+    and answered each unseal 500 "root key missing from storage" (a `make bench`
+    five-node start hit it)."""
+    cluster = Cluster(tmp_path, 2, retry_join=False)
+    try:
+        for node in cluster.nodes:
+            node.start()
+        first, second = cluster.nodes
+        cluster.init(first)
+        cluster.unseal(first)
+        cluster.wait_active(first)
+        join = {"leader_api_addr": first.api_addr}
+        assert second.request("POST", "/v1/sys/storage/raft/join", join).json == {"joined": True}
+        assert second.request("GET", "/v1/sys/init").json == {"initialized": True}
+        first.stop()
+        replies = [
+            second.request("PUT", "/v1/sys/unseal", {"key": key})
+            for key in cluster.keys[: cluster.threshold]
+        ]
+        assert replies[-1].status >= 400, replies[-1]  # the answer found no leader
+        # Nothing of the abandoned join is left: uninitialised again, a 400 to a key.
+        assert second.request("GET", "/v1/sys/init").json == {"initialized": False}
+        again = second.request("PUT", "/v1/sys/unseal", {"key": cluster.keys[0]})
+        assert again.status == 400, again
+        # And it joins once the leader is back.
+        first.start()
+        cluster.unseal(first)
+        cluster.wait_active(first)
+        assert second.request("POST", "/v1/sys/storage/raft/join", join).json == {"joined": True}
+        cluster.unseal(second)
+        cluster.wait_roles()
+        assert sorted(cluster.raft_members()) == sorted(n.name for n in cluster.nodes)
+    finally:
+        cluster.close()
+
+
 def test_five_node_cluster_comes_up(tmp_path: Path) -> None:
     cluster = Cluster(tmp_path, 5)
     try:
