@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -266,9 +266,8 @@ def test_compaction_and_truncation_start_from_their_new_end(path: Path) -> None:
     assert [entry[1] for entry in stored(path)] == [3, 4, 5]
 
 
-def test_a_full_disk_when_writing_ahead_is_not_fatal(
-    path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _full_for_zeros() -> Callable[..., None]:
+    """``write_all`` on a disk with no room for the zeros written ahead (ENOSPC)."""
     from consensus import journal as module
 
     real = module.write_all
@@ -278,6 +277,15 @@ def test_a_full_disk_when_writing_ahead_is_not_fatal(
             raise OSError(errno.ENOSPC, "No space left on device")
         real(fd, payload, offset)
 
+    return full
+
+
+def test_a_full_disk_when_writing_ahead_is_not_fatal(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from consensus import journal as module
+
+    real, full = module.write_all, _full_for_zeros()
     journal = filled(path, 2)
     monkeypatch.setattr(module, "write_all", full)
     assert journal.reserve() is False
@@ -299,13 +307,7 @@ def test_after_a_full_disk_a_compaction_tries_writing_ahead_again(
     compaction starts again (and frees space)."""
     from consensus import journal as module
 
-    real = module.write_all
-
-    def full(fd: int, payload: bytes, offset: int | None = None) -> None:
-        if payload is module._ZEROS:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(fd, payload, offset)
-
+    real, full = module.write_all, _full_for_zeros()
     journal = filled(path, 4)
     journal.add(b"x" * RESERVE_BYTES, 5, 2)
     monkeypatch.setattr(module, "write_all", full)
