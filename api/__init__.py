@@ -5,8 +5,3 @@ The only package that imports aiohttp. It turns HTTP into immutable
 envelope, owns the single error-to-status table, and serves the endpoints that
 must work while sealed (init, seal-status, unseal, health, leader).
 """
-
-from api.http_parser_choice import choose_pure_python_parser
-
-# Before any module of this package imports aiohttp (see api/http_parser_choice.py).
-choose_pure_python_parser()

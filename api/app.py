@@ -9,9 +9,9 @@ from aiohttp import web
 from api.cors import cors_middleware
 from api.expect import checked_expect, plain_expect, with_expect
 from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
-from api.http_parser_choice import require_pure_python_parser
 from api.keys import CORE, LIMITS
 from api.listener import SERVER_NAME, ListenerLimits
+from api.method_tunnel import tunnel_middleware
 from api.middleware import middlewares
 from api.outbound import AiohttpClient
 from api.replication_net import StreamTransport
@@ -74,11 +74,11 @@ def create_app(
     """The app of one listener. Only one app per core (``owns_resources``) sets up
     and closes the core's outbound client and the forwarder; the apps of further
     listeners share them. ``ui`` adds the web interface (``/ui/``, ``/``)."""
-    require_pure_python_parser()
     app = web.Application(
         client_max_size=max_request_size,
-        # CORS outermost, so error answers carry its headers as well.
-        middlewares=[cors_middleware, *middlewares, forwarding_middleware],
+        # The client's own verb back first (api/method_tunnel.py); then CORS, so
+        # error answers carry its headers as well.
+        middlewares=[tunnel_middleware, cors_middleware, *middlewares, forwarding_middleware],
     )
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()

@@ -11,6 +11,7 @@ from aiohttp.http import HttpVersion11
 
 from api.envelope import error_response
 from api.keys import CORE
+from api.method_tunnel import untunnelled
 from api.preauth import authenticate_early
 from api.translate import operation_of
 from sdk.errors import CofferError
@@ -40,7 +41,8 @@ async def plain_expect(request: web.Request) -> web.StreamResponse | None:
 async def checked_expect(request: web.Request) -> web.StreamResponse | None:
     """For ``/v1/{path}``: the client token is checked before the client is told to
     send its body, so a refused client never sends it (curl asks first for any
-    body over 1 KiB)."""
+    body over 1 KiB). It runs before any middleware, so it restores the verb itself."""
+    request = untunnelled(request)
     if (
         request.version == HttpVersion11
         and request.headers.get("Expect", "").lower() == "100-continue"

@@ -5,7 +5,9 @@ request line, bad headers, an unsupported version, lines over the limit) with
 ``text/plain`` and names its version in ``Server``; it closes idle connections
 (``keepalive_timeout``) but has no header or body deadline and no connection
 cap. :class:`CofferRequestHandler` is aiohttp's public ``web.RequestHandler``
-with those added, served by :func:`serve` on the runner's public ``server``:
+with those added, and with its bytes passed through ``api/method_tunnel.py``
+(Vault's ``LIST`` past the C parser), served by :func:`serve` on the runner's
+public ``server``:
 
 - ``http_read_header_timeout``: from the accept, or from the first byte of a
   kept-alive connection's next request, until the edge middleware starts on
@@ -31,6 +33,8 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 
 from api.envelope import encode_json, error_response
+from api.method_tunnel import MethodTunnel
+from sdk.random_pool import random_uuid4
 
 __all__ = [
     "LINGER",
@@ -104,10 +108,13 @@ def _parser_error(status: int, exc: BaseException | None) -> tuple[int, str]:
     server uses for the case."""
     if status >= 500 or not isinstance(exc, HttpProcessingError):
         return status, "internal error" if status == 500 else "request could not be handled"
-    detail = (exc.message or type(exc).__name__).strip().splitlines()[0][:_MAX_DETAIL]
+    # The message's lines up to the first blank one (after it the parser echoes the
+    # request's bytes): llhttp's is "Bad status line:" then its reason.
+    lines = (exc.message or type(exc).__name__).strip().split("\n\n", 1)[0].splitlines()
+    detail = " ".join(line.strip() for line in lines).rstrip(":")[:_MAX_DETAIL]
     if isinstance(exc, LineTooLong) or "too many headers" in detail.lower():
         return 431, f"request header fields too large: {detail}"
-    if isinstance(exc, BadHttpMessage) and "version" in detail.lower():
+    if isinstance(exc, BadHttpMessage) and "http version" in detail.lower():
         return 505, f"HTTP version not supported: {detail}"
     return 400, f"malformed HTTP request: {detail}"
 
@@ -130,6 +137,7 @@ class CofferRequestHandler(web.RequestHandler):
         #: When the header section being read must be complete (None: not reading one).
         self._head_deadline: float | None = None
         self._in_request = False
+        self._tunnel = MethodTunnel()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -149,7 +157,9 @@ class CofferRequestHandler(web.RequestHandler):
     def data_received(self, data: bytes) -> None:
         if not self._in_request and self._head_deadline is None:
             self._arm_head_timer()  # the first byte of a kept-alive connection's next request
-        super().data_received(data)
+        data = self._tunnel.feed(data)
+        if data:
+            super().data_received(data)
 
     def handle_error(
         self,
@@ -163,6 +173,7 @@ class CofferRequestHandler(web.RequestHandler):
         status, text = _parser_error(plain.status, exc)
         response = error_response(status, [text])
         response.headers["Server"] = SERVER_NAME
+        response.headers["X-Request-Id"] = random_uuid4()
         response.force_close()
         return response
 

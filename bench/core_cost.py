@@ -21,13 +21,9 @@ import random
 import sys
 import time
 
-from api.http_parser_choice import choose_pure_python_parser
-
-choose_pure_python_parser()
-
-from node.core.core import Core  # noqa: E402 - after the parser switch, as api/ does
-from node.logical.request import Operation, Request  # noqa: E402
-from node.physical.inmem import InmemBackend  # noqa: E402
+from node.core.core import Core
+from node.logical.request import Operation, Request
+from node.physical.inmem import InmemBackend
 
 __all__ = ["main"]
 

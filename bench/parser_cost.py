@@ -1,9 +1,8 @@
-"""What aiohttp's pure-Python HTTP parts cost per request against its C ones.
-
-The server selects the pure-Python parser (``AIOHTTP_NO_EXTENSIONS``,
-api/http_parser_choice.py) because the C one refuses ``LIST``. With the switch
-set, aiohttp also serialises response headers in Python. This times both per
-request, each setting in its own process (aiohttp reads the switch at import):
+"""What the server's HTTP parsing costs per request: aiohttp's C parser behind the
+method tunnel (api/method_tunnel.py, which carries ``LIST`` past it) against
+aiohttp's pure-Python parts, which the server used before the tunnel
+(``AIOHTTP_NO_EXTENSIONS``: it also serialises response headers in Python).
+Each setting runs in its own process (aiohttp reads the switch at import):
 
     PYTHONPATH=$PWD python -m bench.parser_cost
 """
@@ -51,7 +50,13 @@ def _one() -> None:
     serialize = http_writer._serialize_headers  # the C or Python one, as selected
     write = timeit.timeit(lambda: serialize("HTTP/1.1 200 OK", headers), number=_ROUNDS) / _ROUNDS
     loop.close()
-    print(f"{parse * 1e6:.2f} {write * 1e6:.2f}")
+    from api.method_tunnel import MethodTunnel
+
+    tunnel = MethodTunnel()
+    native = timeit.timeit(lambda: tunnel.feed(REQUEST), number=_ROUNDS) / _ROUNDS
+    listing = REQUEST.replace(b"GET ", b"LIST ", 1)
+    extension = timeit.timeit(lambda: tunnel.feed(listing), number=_ROUNDS) / _ROUNDS
+    print(f"{parse * 1e6:.2f} {write * 1e6:.2f} {native * 1e6:.2f} {extension * 1e6:.2f}")
 
 
 def main() -> None:
@@ -67,12 +72,17 @@ def main() -> None:
             text=True,
             check=True,
         ).stdout.split()
-        rows.append((label, float(out[0]), float(out[1])))
+        rows.append((label, *map(float, out)))
+    (_, c_parse, c_write, native, extension), (_, py_parse, py_write, _, _) = rows
     print(f"{'aiohttp parts':<14} {'parse µs':>9} {'headers µs':>11} {'total µs':>9}")
-    for label, parse, write in rows:
+    for label, parse, write, *_ in rows:
         print(f"{label:<14} {parse:>9.2f} {write:>11.2f} {parse + write:>9.2f}")
-    extra = (rows[1][1] + rows[1][2]) - (rows[0][1] + rows[0][2])
-    print(f"pure Python costs {extra:.2f} µs more per request")
+    print(f"the tunnel, per GET: {native:.2f} µs; per LIST (rewritten): {extension:.2f} µs")
+    server = c_parse + c_write + native
+    print(
+        f"the server (C parser and the tunnel, GET): {server:.2f} µs; "
+        f"pure Python costs {py_parse + py_write - server:.2f} µs more per request"
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 # As ``python -m pytest`` would: the repository root on the path, so pyproject's
-# ``-p tests.pure_python_http`` plugin imports.
+# ``-p tests.loop_guard`` plugin imports.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 

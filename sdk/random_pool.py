@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["random_bytes", "random_hex", "random_uuid4_hex"]
+__all__ = ["random_bytes", "random_hex", "random_uuid4", "random_uuid4_hex"]
 
 _BLOCK = 4096
 
@@ -62,3 +62,10 @@ def random_uuid4_hex() -> str:
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     return raw.hex()
+
+
+def random_uuid4() -> str:
+    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` gives, at a fraction
+    of the cost: no ``UUID`` object in between, and pooled random bytes."""
+    h = random_uuid4_hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

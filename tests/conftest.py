@@ -11,12 +11,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, settings
 
 from api.app import create_app
 from node.core.core import Core, InitOutput
 from node.physical.inmem import InmemBackend
+from tests.listener_server import ListenerTestServer
 
 #: Property tests assert behaviour, never speed: Hypothesis's per-example deadline
 #: (200 ms) and its too-slow health check would fail them when the parallel stage
@@ -53,7 +54,7 @@ class DevServer:
 async def fresh_client() -> AsyncIterator[tuple[Core, TestClient]]:
     """An uninitialised core behind the app."""
     core = Core(InmemBackend())
-    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
+    client = TestClient(ListenerTestServer(create_app(core, max_request_size=1024 * 1024)))
     await client.start_server()
     try:
         yield core, client

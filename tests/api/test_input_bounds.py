@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from api.app import create_app
 from node.core.core import Core
 from node.physical.file import FileBackend
 from tests.api.helpers import Reply, assert_error, call
 from tests.conftest import DevServer
+from tests.listener_server import ListenerTestServer
 
 HUGE = "1e300"  # sent as raw JSON: a float that is an integer, far past 64 bits
 MAX_DURATION_SECONDS = (2**63 - 1) // 10**9  # a Go time.Duration, in seconds
@@ -146,7 +147,7 @@ class FileDev:
 async def file_dev(tmp_path: Path) -> AsyncIterator[FileDev]:
     """A dev core on ``file`` storage."""
     core = Core(FileBackend(tmp_path))
-    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
+    client = TestClient(ListenerTestServer(create_app(core, max_request_size=1024 * 1024)))
     await client.start_server()
     try:
         init = await core.dev_bootstrap()

@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from api.app import create_app
 from node.core.core import Core
 from tests.api.helpers import Reply, YieldingBackend, assert_envelope, assert_error, call
 from tests.conftest import DevServer
+from tests.listener_server import ListenerTestServer
 
 INVALID_PATH = "Invalid path for a versioned K/V secrets engine"
 
@@ -559,7 +560,7 @@ async def test_concurrent_writes_with_every_version_kept(kv: Kv) -> None:
 @pytest.fixture
 async def interleaving() -> AsyncIterator[Kv]:
     core = Core(YieldingBackend())
-    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
+    client = TestClient(ListenerTestServer(create_app(core, max_request_size=1024 * 1024)))
     await client.start_server()
     try:
         init = await core.dev_bootstrap()

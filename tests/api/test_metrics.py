@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.app import create_app
@@ -11,6 +11,7 @@ from node.core.core import Core, CoreSettings
 from node.physical.inmem import InmemBackend
 from tests.api.helpers import assert_error, call
 from tests.conftest import DevServer
+from tests.listener_server import ListenerTestServer
 
 METRICS = "/v1/sys/metrics"
 
@@ -123,7 +124,7 @@ async def test_metrics_need_a_token(
 
 async def test_unauthenticated_metrics_access_setting() -> None:
     core = Core(InmemBackend(), CoreSettings(unauthenticated_metrics=True))
-    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
+    client = TestClient(ListenerTestServer(create_app(core, max_request_size=1024 * 1024)))
     await client.start_server()
     try:
         await core.dev_bootstrap()

@@ -4,7 +4,8 @@ however the bytes are split across reads, the server parses exactly those reques
 Native and extension methods (``LIST``, ``HELP``), with and without bodies,
 ``Content-Length`` and chunked, pipelined, cut at arbitrary byte offsets into
 separate writes over a real socket to the server's own listener
-(``api.listener.serve``), in front of an app that echoes what it was given.
+(``api.listener.serve``, with the method tunnel), in front of an app that echoes
+what it was given.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.listener import ListenerLimits, serve
+from api.method_tunnel import tunnel_middleware
 
 METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "LIST", "HELP", "FROB"]
 
@@ -88,7 +90,7 @@ def port() -> Iterator[int]:
     stop = asyncio.Event()
 
     async def run() -> None:
-        app = web.Application()
+        app = web.Application(middlewares=[tunnel_middleware])
         app.router.add_route("*", "/{tail:.*}", _echo)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()

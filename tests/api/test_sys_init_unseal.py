@@ -7,13 +7,14 @@ import base64
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from api.app import create_app
 from node.core.core import Core
 from tests.api.conftest import SHARES, THRESHOLD, Shamir
 from tests.api.helpers import YieldingBackend, assert_error, call, unseal_with
 from tests.conftest import DevServer
+from tests.listener_server import ListenerTestServer
 
 SEAL_STATUS_KEYS = {"type", "initialized", "sealed", "t", "n", "progress", "nonce", "version"}
 
@@ -573,7 +574,7 @@ async def test_concurrent_duplicate_share_counts_once(shamir: Shamir) -> None:
 
 async def test_core_never_looks_unsealed_during_init() -> None:
     core = Core(YieldingBackend())
-    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
+    client = TestClient(ListenerTestServer(create_app(core, max_request_size=1024 * 1024)))
     await client.start_server()
     try:
         init = asyncio.create_task(_init(client, {"secret_shares": 1, "secret_threshold": 1}))

@@ -7,16 +7,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from api.app import create_app
 from api.ui import STATIC_DIR
 from node.core.core import Core
 from node.physical.inmem import InmemBackend
+from tests.listener_server import ListenerTestServer
 
 
 async def _client(ui: bool) -> TestClient:
-    client = TestClient(TestServer(create_app(Core(InmemBackend()), ui=ui)))
+    client = TestClient(ListenerTestServer(create_app(Core(InmemBackend()), ui=ui)))
     await client.start_server()
     return client
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from api.app import create_app
 from node.physical.inmem import InmemBackend
@@ -18,6 +18,7 @@ from tests.conftest import require
 from tests.hsm.nodes import HsmNode, hsm_core
 from tests.hsm.softhsm import SoftHsm, available, find_library
 from tests.integration.conftest import coffer  # noqa: F401 (the real-server fixture)
+from tests.listener_server import ListenerTestServer
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def softhsm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SoftHsm:
 async def node(softhsm: SoftHsm) -> AsyncIterator[HsmNode]:
     physical = InmemBackend()
     core = hsm_core(physical, softhsm, softhsm.init_token())
-    client = TestClient(TestServer(create_app(core, max_request_size=1024 * 1024)))
+    client = TestClient(ListenerTestServer(create_app(core, max_request_size=1024 * 1024)))
     await client.start_server()
     try:
         yield HsmNode(core, client, physical)

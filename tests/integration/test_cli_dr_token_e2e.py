@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestServer
 
 from api.app import create_app
 from harness.process import coffer_command
@@ -24,6 +23,7 @@ from node.core.core import Core, InitOutput
 from node.core.dr_operation import DR_OPERATION_PATHS, verify_dr_operation_token
 from node.physical.inmem import InmemBackend
 from tests.integration.conftest import no_proxy_env
+from tests.listener_server import ListenerTestServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -47,7 +47,7 @@ class Ran:
 @pytest.fixture
 async def node() -> AsyncIterator[Node]:
     core = Core(InmemBackend())
-    server = TestServer(create_app(core, max_request_size=1024 * 1024), host="127.0.0.1")
+    server = ListenerTestServer(create_app(core, max_request_size=1024 * 1024), host="127.0.0.1")
     await server.start_server()
     try:
         init = await core.initialize(SHARES, THRESHOLD)

@@ -1,0 +1,251 @@
+"""Vault's extension verbs (``LIST``, ``HELP``) carried past aiohttp's C parser.
+
+aiohttp's C parser (llhttp) is the fast one, and it refuses every method it does
+not know, ``LIST`` among them. Rather than parse HTTP in Python for every
+request, each connection's bytes pass through a :class:`MethodTunnel` before the
+parser (``CofferRequestHandler.data_received``): it follows the message framing
+(request line, header section, ``Content-Length`` or chunked body, trailers)
+and rewrites a request line whose method is not one of the common verbs,
+
+    LIST /v1/secret/metadata HTTP/1.1
+
+into :data:`CARRIER_VERB`, a verb llhttp knows and no route is registered
+for, with the original verb in a header that names this process's secret token:
+
+    REPORT /v1/secret/metadata HTTP/1.1
+    Coffer-Tunnelled-Method: LIST <token>
+
+(aiohttp routes a request before any middleware runs: a ``GET`` would reach the
+``GET`` handler of a path whatever the verb turns out to be, where the carrier
+reaches only the routes for any verb, as ``LIST`` itself would. A client's own
+``REPORT`` is tunnelled too, like any verb not in :data:`_NATIVE`.)
+
+:func:`tunnel_middleware`, the app's outermost middleware, turns such a request
+back into a ``LIST`` (aiohttp's public ``Request.clone``) without the header;
+:func:`untunnelled` does the same for the ``Expect`` handler, which runs before
+any middleware. Without the token a client's own header of that name means
+nothing, so it cannot change the verb a proxy in front has seen.
+
+The tunnel only rewrites where it knows a request starts. Whatever it does not
+follow exactly as llhttp does (a bare LF, folded or repeated framing headers,
+a transfer coding other than ``chunked``, a WebSocket upgrade, a head over
+:data:`MAX_HEAD`) makes it pass the rest of the connection through unchanged:
+llhttp then refuses the framing itself and closes the connection, or, after an
+upgrade, the bytes are no longer HTTP. Nothing in aiohttp is replaced.
+
+A chunked request's trailer fields are dropped on the way: aiohttp's C parser
+adds them to the *next* request's headers (aiohttp 3.14; its pure-Python parser
+does not), so a client could set headers, a token among them, on a request a
+proxy sent after its own on a shared connection. Nothing in Vault's API reads
+trailers.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+__all__ = ["CARRIER_VERB", "HEADER", "MAX_HEAD", "MethodTunnel", "tunnel_middleware", "untunnelled"]
+
+#: The verb a tunnelled request reaches aiohttp with.
+CARRIER_VERB = "REPORT"
+
+#: The header that carries a rewritten request's own method and the token.
+HEADER = "Coffer-Tunnelled-Method"
+
+#: Past this many bytes of request line or header section the tunnel stops
+#: following the connection (aiohttp refuses lines over 8,190 bytes itself).
+MAX_HEAD = 64 * 1024
+
+#: This process's token: only the tunnel writes it, so only the tunnel's header counts.
+_TOKEN = secrets.token_hex(16)
+_CARRIER_VERB = CARRIER_VERB.encode()
+_CARRIER = b"%s: %%s %s\r\n" % (HEADER.encode(), _TOKEN.encode())
+
+#: Verbs llhttp knows and Vault's API uses: passed through as they are.
+_NATIVE = frozenset({b"GET", b"PUT", b"POST", b"DELETE", b"HEAD", b"PATCH", b"OPTIONS"})
+
+#: An RFC 9110 token: what a method may be (anything else llhttp refuses).
+_METHOD = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+_HEAD_ENDS = (b"content-length", b"transfer-encoding", b"upgrade")
+_HEX = b"0123456789abcdefABCDEF"
+
+# States of one connection's framing.
+_LINE, _FIELDS, _BODY, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _PASS = range(8)
+
+#: A body that follows a header section (``_LINE``: none).
+_NO_BODY = (_LINE, 0)
+
+
+class MethodTunnel:
+    """One connection's bytes, with each extension verb's request line rewritten.
+
+    ``feed`` returns the bytes to give the parser now: a request line, header
+    section or chunk-size line is held back until it is whole, bodies pass at once.
+    """
+
+    __slots__ = ("_held", "_remaining", "_scanned", "_state", "_websocket")
+
+    def __init__(self) -> None:
+        self._state = _LINE
+        self._held = b""  # a request line, header section or chunk line begun
+        self._scanned = 0  # how much of it has been searched for its end already
+        self._remaining = 0  # body or chunk bytes still to pass
+        self._websocket = False
+
+    def feed(self, data: bytes) -> bytes:
+        if self._state == _PASS:
+            return data
+        scanned = 0
+        if self._held:
+            data = self._held + data
+            scanned = self._scanned
+            self._held = b""
+        out: list[bytes] = []
+        copied = 0  # data[copied:pos] is still to go out unchanged
+        pos = 0
+        end = len(data)
+        while pos < end:
+            state = self._state
+            if state == _LINE:
+                if data[pos] in b"\r\n":  # empty lines between requests
+                    pos += 1
+                    continue
+                eol = data.find(b"\n", pos + scanned)
+                if eol < 0:
+                    return self._hold(out, data, copied, pos)
+                if data[eol - 1] != 13:  # a bare LF: llhttp refuses it
+                    self._state = _PASS
+                    break
+                space = data.find(b" ", pos, eol)
+                method = data[pos:space] if space > pos else b""
+                if method and method not in _NATIVE and _METHOD.fullmatch(method):
+                    out.append(data[copied:pos])
+                    out.append(_CARRIER_VERB)
+                    out.append(data[space : eol + 1])
+                    out.append(_CARRIER % method)
+                    copied = eol + 1
+                pos = eol + 1
+                self._state = _FIELDS
+            elif state in (_FIELDS, _TRAILERS):
+                # The section ends at its first empty line.
+                if data.startswith(b"\r\n", pos):
+                    block_end, after = pos, pos + 2
+                else:
+                    found = data.find(b"\r\n\r\n", pos + scanned)
+                    if found < 0:
+                        return self._hold(out, data, copied, pos)
+                    block_end, after = found, found + 4
+                if state == _TRAILERS:
+                    if after - pos > 2:  # trailer fields: dropped (module docstring)
+                        out.append(data[copied:pos])
+                        copied = after - 2
+                    self._state = _LINE
+                else:
+                    self._state, self._remaining = self._framing(data[pos:block_end])
+                pos = after
+            elif state in (_BODY, _CHUNK_DATA):
+                step = min(self._remaining, end - pos)
+                pos += step
+                self._remaining -= step
+                if self._remaining == 0:
+                    self._state = _LINE if state == _BODY else _CHUNK_END
+            elif state == _CHUNK_SIZE:
+                eol = data.find(b"\n", pos + scanned)
+                if eol < 0:
+                    return self._hold(out, data, copied, pos)
+                if eol == pos or data[eol - 1] != 13:
+                    self._state = _PASS
+                    break
+                size = data[pos : eol - 1].partition(b";")[0]
+                if not size or size.strip(_HEX):
+                    self._state = _PASS
+                    break
+                self._remaining = int(size, 16)
+                self._state = _CHUNK_DATA if self._remaining else _TRAILERS
+                pos = eol + 1
+            elif state == _CHUNK_END:
+                if end - pos < 2:
+                    return self._hold(out, data, copied, pos)
+                if data[pos : pos + 2] != b"\r\n":
+                    self._state = _PASS
+                    break
+                pos += 2
+                self._state = _CHUNK_SIZE
+            else:  # _PASS
+                break
+            scanned = 0
+            if self._state == _LINE and self._websocket:
+                self._state = _PASS  # the rest is the upgraded protocol's
+        if not out:
+            return data
+        out.append(data[copied:])
+        return b"".join(out)
+
+    def _hold(self, out: list[bytes], data: bytes, copied: int, pos: int) -> bytes:
+        """Keep ``data[pos:]`` (an element not yet whole) for the next read; what is
+        before it goes out now. Past :data:`MAX_HEAD` the connection is passed through."""
+        if len(data) - pos > MAX_HEAD:
+            self._state = _PASS
+            out.append(data[copied:])
+            return b"".join(out)
+        out.append(data[copied:pos])
+        self._held = data[pos:]
+        self._scanned = max(0, len(self._held) - 3)
+        return b"".join(out)
+
+    def _framing(self, block: bytes) -> tuple[int, int]:
+        """The state after a header section, and the body bytes to pass."""
+        lower = block.lower()
+        if not any(name in lower for name in _HEAD_ENDS):
+            return _NO_BODY
+        length: int | None = None
+        chunked = False
+        for line in lower.split(b"\r\n"):
+            name, colon, value = line.partition(b":")
+            if not colon or b"\n" in line or line[:1] in (b" ", b"\t"):
+                return _PASS, 0  # malformed or folded: llhttp decides
+            value = value.strip(b" \t")
+            if name == b"content-length":
+                if length is not None or not value.isdigit():
+                    return _PASS, 0
+                length = int(value)
+            elif name == b"transfer-encoding":
+                if chunked or value != b"chunked":
+                    return _PASS, 0
+                chunked = True
+            elif name == b"upgrade" and value == b"websocket":
+                self._websocket = True
+        if chunked:
+            return (_PASS, 0) if length is not None else (_CHUNK_SIZE, 0)
+        if length:
+            return _BODY, length
+        return _NO_BODY
+
+
+def untunnelled(request: web.Request) -> web.Request:
+    """``request`` with the method the client sent, if the tunnel rewrote it."""
+    carried = request.headers.get(HEADER)
+    if carried is None or request.method != CARRIER_VERB:
+        return request
+    method, _, token = carried.partition(" ")
+    if not hmac.compare_digest(token.encode(), _TOKEN.encode()):
+        return request
+    headers = CIMultiDict(request.headers)
+    headers.popall(HEADER)
+    return request.clone(method=method, headers=headers)
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def tunnel_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The outermost middleware: everything after it sees the client's own verb."""
+    return await handler(untunnelled(request))
