@@ -73,11 +73,16 @@ _NATIVE = frozenset({b"GET", b"PUT", b"POST", b"DELETE", b"HEAD", b"PATCH", b"OP
 #: An RFC 9110 token: what a method may be (anything else llhttp refuses).
 _METHOD = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
-_HEAD_ENDS = (b"content-length", b"transfer-encoding", b"upgrade")
+#: A field that decides where a request ends (or that the connection upgrades); group
+#: 1 is the length of a plain ``Content-Length`` line, the usual case.
+_FRAMING = re.compile(
+    rb"\n(?:content-length[ \t]*:[ \t]*(\d+)[ \t]*\r\n|content-length|transfer-encoding|upgrade)",
+    re.IGNORECASE,
+)
 _HEX = b"0123456789abcdefABCDEF"
 
-# States of one connection's framing.
-_LINE, _FIELDS, _BODY, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _PASS = range(8)
+# States of one connection's framing (``_LINE``: at a request's first byte).
+_LINE, _BODY, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _PASS = range(7)
 
 #: A body that follows a header section (``_LINE``: none).
 _NO_BODY = (_LINE, 0)
@@ -86,43 +91,49 @@ _NO_BODY = (_LINE, 0)
 class MethodTunnel:
     """One connection's bytes, with each extension verb's request line rewritten.
 
-    ``feed`` returns the bytes to give the parser now: a request line, header
-    section or chunk-size line is held back until it is whole, bodies pass at once.
+    ``feed`` returns the bytes to give the parser now: a request's head (its line
+    and header section), a chunk-size line or a trailer section is held back
+    until it is whole; bodies pass at once.
     """
 
-    __slots__ = ("_held", "_remaining", "_scanned", "_state", "_websocket")
+    __slots__ = ("_eol_from", "_head_from", "_held", "_remaining", "_state", "_websocket")
 
     def __init__(self) -> None:
         self._state = _LINE
-        self._held = b""  # a request line, header section or chunk line begun
-        self._scanned = 0  # how much of it has been searched for its end already
+        self._held = b""  # a request's head, a chunk-size line or trailers, begun
+        # Where in ``_held`` the searches for its line end and its section end resume.
+        self._eol_from = 0
+        self._head_from = 0
         self._remaining = 0  # body or chunk bytes still to pass
         self._websocket = False
 
     def feed(self, data: bytes) -> bytes:
-        if self._state == _PASS:
+        state = self._state
+        if state == _PASS:
             return data
-        scanned = 0
+        eol_from = head_from = 0
         if self._held:
             data = self._held + data
-            scanned = self._scanned
+            eol_from, head_from = self._eol_from, self._head_from
             self._held = b""
         out: list[bytes] = []
         copied = 0  # data[copied:pos] is still to go out unchanged
         pos = 0
         end = len(data)
         while pos < end:
-            state = self._state
             if state == _LINE:
                 if data[pos] in b"\r\n":  # empty lines between requests
                     pos += 1
                     continue
-                eol = data.find(b"\n", pos + scanned)
+                eol = data.find(b"\n", pos + eol_from)
                 if eol < 0:
-                    return self._hold(out, data, copied, pos)
+                    return self._hold(state, out, data, copied, pos, end - pos, 0)
                 if data[eol - 1] != 13:  # a bare LF: llhttp refuses it
-                    self._state = _PASS
+                    state = _PASS
                     break
+                found = data.find(b"\r\n\r\n", max(eol - 1, pos + head_from))
+                if found < 0:
+                    return self._hold(state, out, data, copied, pos, eol - pos, end - pos - 3)
                 space = data.find(b" ", pos, eol)
                 method = data[pos:space] if space > pos else b""
                 if method and method not in _NATIVE and _METHOD.fullmatch(method):
@@ -131,83 +142,101 @@ class MethodTunnel:
                     out.append(data[space : eol + 1])
                     out.append(_CARRIER % method)
                     copied = eol + 1
-                pos = eol + 1
-                self._state = _FIELDS
-            elif state in (_FIELDS, _TRAILERS):
-                # The section ends at its first empty line.
-                if data.startswith(b"\r\n", pos):
-                    block_end, after = pos, pos + 2
-                else:
-                    found = data.find(b"\r\n\r\n", pos + scanned)
-                    if found < 0:
-                        return self._hold(out, data, copied, pos)
-                    block_end, after = found, found + 4
-                if state == _TRAILERS:
-                    if after - pos > 2:  # trailer fields: dropped (module docstring)
-                        out.append(data[copied:pos])
-                        copied = after - 2
-                    self._state = _LINE
-                else:
-                    self._state, self._remaining = self._framing(data[pos:block_end])
-                pos = after
+                state = self._after_head(data, eol, found + 2)
+                pos = found + 4
             elif state in (_BODY, _CHUNK_DATA):
                 step = min(self._remaining, end - pos)
                 pos += step
                 self._remaining -= step
                 if self._remaining == 0:
-                    self._state = _LINE if state == _BODY else _CHUNK_END
+                    state = _LINE if state == _BODY else _CHUNK_END
             elif state == _CHUNK_SIZE:
-                eol = data.find(b"\n", pos + scanned)
+                eol = data.find(b"\n", pos + eol_from)
                 if eol < 0:
-                    return self._hold(out, data, copied, pos)
+                    return self._hold(state, out, data, copied, pos, end - pos, 0)
                 if eol == pos or data[eol - 1] != 13:
-                    self._state = _PASS
+                    state = _PASS
                     break
                 size = data[pos : eol - 1].partition(b";")[0]
                 if not size or size.strip(_HEX):
-                    self._state = _PASS
+                    state = _PASS
                     break
                 self._remaining = int(size, 16)
-                self._state = _CHUNK_DATA if self._remaining else _TRAILERS
+                state = _CHUNK_DATA if self._remaining else _TRAILERS
                 pos = eol + 1
             elif state == _CHUNK_END:
                 if end - pos < 2:
-                    return self._hold(out, data, copied, pos)
+                    return self._hold(state, out, data, copied, pos, 0, 0)
                 if data[pos : pos + 2] != b"\r\n":
-                    self._state = _PASS
+                    state = _PASS
                     break
                 pos += 2
-                self._state = _CHUNK_SIZE
+                state = _CHUNK_SIZE
+            elif state == _TRAILERS:  # up to the section's empty line
+                if data.startswith(b"\r\n", pos):
+                    pos += 2
+                else:
+                    found = data.find(b"\r\n\r\n", pos + head_from)
+                    if found < 0:
+                        return self._hold(state, out, data, copied, pos, 0, end - pos - 3)
+                    out.append(data[copied:pos])  # trailer fields: dropped (module docstring)
+                    copied = found + 2
+                    pos = found + 4
+                state = _LINE
             else:  # _PASS
                 break
-            scanned = 0
-            if self._state == _LINE and self._websocket:
-                self._state = _PASS  # the rest is the upgraded protocol's
+            eol_from = head_from = 0
+            if state == _LINE and self._websocket:
+                state = _PASS  # the rest is the upgraded protocol's
+        self._state = state
         if not out:
             return data
         out.append(data[copied:])
         return b"".join(out)
 
-    def _hold(self, out: list[bytes], data: bytes, copied: int, pos: int) -> bytes:
-        """Keep ``data[pos:]`` (an element not yet whole) for the next read; what is
-        before it goes out now. Past :data:`MAX_HEAD` the connection is passed through."""
+    def _hold(
+        self,
+        state: int,
+        out: list[bytes],
+        data: bytes,
+        copied: int,
+        pos: int,
+        eol_from: int,
+        head_from: int,
+    ) -> bytes:
+        """Keep ``data[pos:]`` (an element not yet whole) for the next read, with where
+        its searches resume; what is before it goes out now. Past :data:`MAX_HEAD` the
+        connection is passed through."""
         if len(data) - pos > MAX_HEAD:
             self._state = _PASS
             out.append(data[copied:])
             return b"".join(out)
+        self._state = state
         out.append(data[copied:pos])
         self._held = data[pos:]
-        self._scanned = max(0, len(self._held) - 3)
+        self._eol_from = eol_from
+        self._head_from = max(0, head_from)
         return b"".join(out)
+
+    def _after_head(self, data: bytes, eol: int, block_end: int) -> int:
+        """The state after the header section ``data[eol + 1 : block_end]`` (``eol`` is
+        the request line's LF); a body's length goes to ``_remaining``."""
+        framing = _FRAMING.search(data, eol, block_end)
+        if framing is None:
+            return _LINE  # no body: the next request
+        length = framing.group(1)
+        if length is not None and _FRAMING.search(data, framing.end() - 1, block_end) is None:
+            self._remaining = int(length)  # one plain Content-Length, nothing else
+            return _BODY if self._remaining else _LINE
+        state, self._remaining = self._framing(data[eol + 1 : block_end])
+        return state
 
     def _framing(self, block: bytes) -> tuple[int, int]:
         """The state after a header section, and the body bytes to pass."""
         lower = block.lower()
-        if not any(name in lower for name in _HEAD_ENDS):
-            return _NO_BODY
         length: int | None = None
         chunked = False
-        for line in lower.split(b"\r\n"):
+        for line in lower[:-2].split(b"\r\n"):
             name, colon, value = line.partition(b":")
             if not colon or b"\n" in line or line[:1] in (b" ", b"\t"):
                 return _PASS, 0  # malformed or folded: llhttp decides
