@@ -11,7 +11,6 @@ from api.expect import checked_expect, plain_expect, with_expect
 from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
 from api.keys import CORE, LIMITS
 from api.listener import SERVER_NAME, ListenerLimits
-from api.method_tunnel import tunnel_middleware
 from api.middleware import middlewares
 from api.outbound import AiohttpClient
 from api.replication_net import StreamTransport
@@ -76,9 +75,8 @@ def create_app(
     listeners share them. ``ui`` adds the web interface (``/ui/``, ``/``)."""
     app = web.Application(
         client_max_size=max_request_size,
-        # The client's own verb back first (api/method_tunnel.py); then CORS, so
-        # error answers carry its headers as well.
-        middlewares=[tunnel_middleware, cors_middleware, *middlewares, forwarding_middleware],
+        # CORS outermost, so error answers carry its headers as well.
+        middlewares=[cors_middleware, *middlewares, forwarding_middleware],
     )
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()

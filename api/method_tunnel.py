@@ -20,10 +20,11 @@ for, with the original verb in a header that names this process's secret token:
 reaches only the routes for any verb, as ``LIST`` itself would. A client's own
 ``REPORT`` is tunnelled too, like any verb not in :data:`_NATIVE`.)
 
-:func:`tunnel_middleware`, the app's outermost middleware, turns such a request
-back into a ``LIST`` (aiohttp's public ``Request.clone``) without the header;
-:func:`untunnelled` does the same for the ``Expect`` handler, which runs before
-any middleware. Without the token a client's own header of that name means
+:func:`untunnelled`, called first by the edge middleware (``api/middleware.py``)
+and by the ``Expect`` handler (which runs before any middleware), turns such a
+request back into a ``LIST`` (aiohttp's public ``Request.clone``) without the
+header. The CORS middleware, outside the edge, never looks at a verb but
+``OPTIONS``, which is not tunnelled. Without the token a client's own header of that name means
 nothing, so it cannot change the verb a proxy in front has seen.
 
 The tunnel only rewrites where it knows a request starts. Whatever it does not
@@ -45,12 +46,11 @@ from __future__ import annotations
 import hmac
 import re
 import secrets
-from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from multidict import CIMultiDict
 
-__all__ = ["CARRIER_VERB", "HEADER", "MAX_HEAD", "MethodTunnel", "tunnel_middleware", "untunnelled"]
+__all__ = ["CARRIER_VERB", "HEADER", "MAX_HEAD", "MethodTunnel", "untunnelled"]
 
 #: The verb a tunnelled request reaches aiohttp with.
 CARRIER_VERB = "REPORT"
@@ -269,12 +269,3 @@ def untunnelled(request: web.Request) -> web.Request:
     headers = CIMultiDict(request.headers)
     headers.popall(HEADER)
     return request.clone(method=method, headers=headers)
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@web.middleware
-async def tunnel_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The outermost middleware: everything after it sees the client's own verb."""
-    return await handler(untunnelled(request))

@@ -15,7 +15,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -24,7 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.listener import ListenerLimits, serve
-from api.method_tunnel import tunnel_middleware
+from api.method_tunnel import untunnelled
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "LIST", "HELP", "FROB"]
 
@@ -68,6 +70,12 @@ def requests(draw: st.DrawFn) -> Sent:
     return Sent(method, path, body, framing, chunks)
 
 
+@web.middleware
+async def _restore_verb(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """What the edge middleware does first: the verb the tunnel carried."""
+    return await handler(untunnelled(request))
+
+
 async def _echo(request: web.Request) -> web.Response:
     body = await request.read()
     return web.json_response(
@@ -90,7 +98,7 @@ def port() -> Iterator[int]:
     stop = asyncio.Event()
 
     async def run() -> None:
-        app = web.Application(middlewares=[tunnel_middleware])
+        app = web.Application(middlewares=[_restore_verb])
         app.router.add_route("*", "/{tail:.*}", _echo)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
