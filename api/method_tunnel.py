@@ -24,8 +24,8 @@ reaches only the routes for any verb, as ``LIST`` itself would. A client's own
 and by the ``Expect`` handler (which runs before any middleware), turns such a
 request back into a ``LIST`` (aiohttp's public ``Request.clone``) without the
 header. The CORS middleware, outside the edge, never looks at a verb but
-``OPTIONS``, which is not tunnelled. Without the token a client's own header of that name means
-nothing, so it cannot change the verb a proxy in front has seen.
+``OPTIONS``, which is not tunnelled. Without the token a client's own header of
+that name means nothing, so it cannot change the verb a proxy in front has seen.
 
 The tunnel only rewrites where it knows a request starts. Whatever it does not
 follow exactly as llhttp does (a bare LF, folded or repeated framing headers,
