@@ -16,7 +16,6 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 
 import pytest
 from aiohttp import web
@@ -25,49 +24,11 @@ from hypothesis import strategies as st
 
 from api.listener import ListenerLimits, serve
 from api.method_tunnel import untunnelled
+from tests.request_streams import Sent, requests, split
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "LIST", "HELP", "FROB"]
-
-
-@dataclass(frozen=True)
-class Sent:
-    method: str
-    path: str
-    body: bytes
-    framing: str  # "none", "length" or "chunked"
-    chunks: tuple[int, ...]  # chunk sizes when chunked
-
-    def encode(self, seq: int) -> bytes:
-        lines = [f"{self.method} {self.path} HTTP/1.1", "Host: coffer", f"X-Seq: {seq}"]
-        if self.framing == "length":
-            lines.append(f"Content-Length: {len(self.body)}")
-            return ("\r\n".join(lines) + "\r\n\r\n").encode() + self.body
-        if self.framing == "chunked":
-            lines.append("Transfer-Encoding: chunked")
-            out = [("\r\n".join(lines) + "\r\n\r\n").encode()]
-            rest = self.body
-            for size in self.chunks:
-                if not rest:
-                    break
-                piece, rest = rest[:size], rest[size:]
-                out.append(b"%x\r\n%s\r\n" % (len(piece), piece))
-            if rest:
-                out.append(b"%x\r\n%s\r\n" % (len(rest), rest))
-            out.append(b"0\r\n\r\n")
-            return b"".join(out)
-        return ("\r\n".join(lines) + "\r\n\r\n").encode()
-
-
-@st.composite
-def requests(draw: st.DrawFn) -> Sent:
-    method = draw(st.sampled_from(METHODS))
-    path = "/v1/" + draw(st.text("abcxyz019/-_.", max_size=30))
-    framing = draw(st.sampled_from(["none", "length", "chunked"]))
-    body = b"" if framing == "none" else draw(st.binary(max_size=300))
-    chunks = tuple(draw(st.lists(st.integers(1, 64), max_size=6)))
-    return Sent(method, path, body, framing, chunks)
 
 
 @web.middleware
@@ -148,13 +109,12 @@ def _read_replies(sock: socket.socket, count: int) -> list[dict[str, str]]:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    sent=st.lists(requests(), min_size=1, max_size=4),
+    sent=st.lists(requests(METHODS), min_size=1, max_size=4),
     cuts=st.lists(st.floats(0, 1, exclude_min=True, exclude_max=True), max_size=6),
 )
 def test_every_request_arrives_as_sent(port: int, sent: list[Sent], cuts: list[float]) -> None:
     stream = b"".join(request.encode(seq) for seq, request in enumerate(sent))
-    offsets = sorted({int(cut * len(stream)) for cut in cuts} - {0})
-    pieces = [stream[a:b] for a, b in zip([0, *offsets], [*offsets, len(stream)], strict=True)]
+    pieces = split(stream, cuts)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for n, piece in enumerate(pieces):

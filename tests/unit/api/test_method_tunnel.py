@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -26,64 +25,11 @@ from hypothesis import strategies as st
 
 from api import method_tunnel
 from api.method_tunnel import CARRIER_VERB, HEADER, MAX_HEAD, MethodTunnel, untunnelled
+from tests.request_streams import Sent, requests, split
 
 TOKEN = method_tunnel._TOKEN  # the process's token: what a tunnelled request carries
 
 METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "HEAD", "LIST", "HELP", "FROB", "REPORT"]
-
-
-@dataclass(frozen=True)
-class Sent:
-    method: str
-    path: str
-    body: bytes
-    framing: str  # "none", "length" or "chunked"
-    chunks: tuple[int, ...]
-    extension: bool  # a chunk extension on every chunk-size line
-    trailer: bool
-
-    def encode(self) -> bytes:
-        head = [f"{self.method} {self.path} HTTP/1.1", "Host: coffer", "X-A: LIST / HTTP/1.1"]
-        if self.framing == "length":
-            head.append(f"Content-Length: {len(self.body)}")
-        if self.framing == "chunked":
-            head.append("Transfer-Encoding: chunked")
-        out = [("\r\n".join(head) + "\r\n\r\n").encode()]
-        if self.framing == "length":
-            out.append(self.body)
-        elif self.framing == "chunked":
-            ext = b";name=LIST" if self.extension else b""
-            rest = self.body
-            for size in self.chunks:
-                piece, rest = rest[:size], rest[size:]
-                if piece:
-                    out.append(b"%x%s\r\n%s\r\n" % (len(piece), ext, piece))
-            if rest:
-                out.append(b"%x%s\r\n%s\r\n" % (len(rest), ext, rest))
-            out.append(b"0\r\nX-Trailer: 1\r\n\r\n" if self.trailer else b"0\r\n\r\n")
-        return b"".join(out)
-
-
-#: Bodies that look like requests, so a tunnel that lost its place would rewrite them.
-_LOOKALIKES = [b"LIST /v1/x HTTP/1.1\r\nHost: a\r\n\r\n", b"\r\n\r\n", b"0\r\n\r\n", b"HELP "]
-
-
-@st.composite
-def requests(draw: st.DrawFn) -> Sent:
-    method = draw(st.sampled_from(METHODS))
-    path = "/v1/" + draw(st.text("abcxyz019/-_.?=&", max_size=30))
-    framing = draw(st.sampled_from(["none", "length", "chunked"]))
-    body = b""
-    if framing != "none":
-        parts = draw(st.lists(st.one_of(st.binary(max_size=40), st.sampled_from(_LOOKALIKES))))
-        body = b"".join(parts)
-    chunks = tuple(draw(st.lists(st.integers(1, 64), max_size=6)))
-    return Sent(method, path, body, framing, chunks, draw(st.booleans()), draw(st.booleans()))
-
-
-def _split(stream: bytes, cuts: list[float]) -> list[bytes]:
-    offsets = sorted({int(cut * len(stream)) for cut in cuts} - {0})
-    return [stream[a:b] for a, b in zip([0, *offsets], [*offsets, len(stream)], strict=True)]
 
 
 def _through_tunnel(pieces: list[bytes]) -> bytes:
@@ -123,14 +69,14 @@ def _restored(parsed: list[tuple]) -> list[tuple]:
 
 @settings(max_examples=400)
 @given(
-    sent=st.lists(requests(), min_size=1, max_size=5),
+    sent=st.lists(requests(METHODS), min_size=1, max_size=5),
     cuts=st.lists(st.floats(0, 1, exclude_min=True, exclude_max=True), max_size=8),
 )
 def test_the_c_parser_reads_through_the_tunnel_what_the_client_sent(
     loop: asyncio.AbstractEventLoop, sent: list[Sent], cuts: list[float]
 ) -> None:
     stream = b"".join(request.encode() for request in sent)
-    tunnelled = _through_tunnel(_split(stream, cuts))
+    tunnelled = _through_tunnel(split(stream, cuts))
     expected = _parse(HttpRequestParserPy, loop, stream)
     assert [m[0] for m in expected] == [r.method for r in sent]
     assert _restored(_parse(HttpRequestParserC, loop, tunnelled)) == expected
@@ -187,7 +133,7 @@ _JUNK = st.one_of(
 
 @settings(max_examples=400)
 @given(
-    parts=st.lists(st.one_of(_JUNK, requests().map(Sent.encode)), max_size=12),
+    parts=st.lists(st.one_of(_JUNK, requests(METHODS).map(Sent.encode)), max_size=12),
     cuts=st.lists(st.floats(0, 1, exclude_min=True, exclude_max=True), max_size=10),
 )
 def test_any_bytes_come_out_whole_with_only_request_lines_rewritten(
@@ -195,7 +141,7 @@ def test_any_bytes_come_out_whole_with_only_request_lines_rewritten(
 ) -> None:
     stream = b"".join(parts)
     whole = MethodTunnel().feed(stream)
-    assert _through_tunnel(_split(stream, cuts)) == whole
+    assert _through_tunnel(split(stream, cuts)) == whole
     assert _is_stream_less_trailers(_untunnel_bytes(whole), stream)
 
 
