@@ -130,11 +130,10 @@ def test_new_request_id_sets_version_and_variant_bits() -> None:
         assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
 
 
-async def test_cached_metric_children_count_in_the_registry(dev: DevServer) -> None:
+async def test_request_counts_and_timings_reach_the_registry(dev: DevServer) -> None:
     metrics = dev.core.metrics
-    metrics.count_request("GET", 418)
-    metrics.count_request("GET", 418)
-    metrics.requests.labels("GET", "418").inc()  # the uncached way counts the same series
+    for _ in range(3):
+        metrics.count_request("GET", 418)
     metrics.observe_operation("read", 0.25)
     metrics.observe_operation("read", 0.5)
 
@@ -146,6 +145,13 @@ async def test_cached_metric_children_count_in_the_registry(dev: DevServer) -> N
     assert samples[("coffer_http_requests_total", (("code", "418"), ("method", "GET")))] == 3
     assert samples[("coffer_request_duration_seconds_count", (("operation", "read"),))] == 2
     assert samples[("coffer_request_duration_seconds_sum", (("operation", "read"),))] == 0.75
+    # ``le`` is inclusive, as prometheus_client's own histograms count it.
+    le = {
+        labels[0][1]: value
+        for (name, labels), value in samples.items()
+        if name == "coffer_request_duration_seconds_bucket"
+    }
+    assert (le["0.1"], le["0.25"], le["0.5"], le["1.0"], le["+Inf"]) == (0, 1, 2, 2, 2)
 
 
 async def test_pipeline_times_each_operation(dev: DevServer) -> None:
