@@ -30,9 +30,9 @@ that name means nothing, so it cannot change the verb a proxy in front has seen.
 The tunnel only rewrites where it knows a request starts. Whatever it does not
 follow exactly as llhttp does (a bare LF, folded or repeated framing headers,
 a transfer coding other than ``chunked``, a WebSocket upgrade, a head over
-:data:`MAX_HEAD`) makes it pass the rest of the connection through unchanged:
-llhttp then refuses the framing itself and closes the connection, or, after an
-upgrade, the bytes are no longer HTTP. Nothing in aiohttp is replaced.
+:data:`MAX_HEAD`) makes it pass the rest of the connection through unchanged.
+llhttp refuses most of those itself and closes the connection; after an
+upgrade the bytes are no longer HTTP. Nothing in aiohttp is replaced.
 
 A chunked request's trailer fields are dropped on the way: aiohttp's C parser
 adds them to the *next* request's headers (aiohttp 3.14; its pure-Python parser
