@@ -51,22 +51,24 @@ class HistogramSnapshot:
 
 
 class Timings:
-    """Durations observed by one thread, as bucket counts and a sum."""
+    """Durations observed by one thread, as bucket counts and a sum (``bounds``: the
+    finite upper bounds, ascending; ``+Inf`` is added)."""
 
-    __slots__ = ("_counts", "_total")
+    __slots__ = ("_bounds", "_counts", "_total")
 
-    def __init__(self) -> None:
-        self._counts = [0] * (len(BOUNDS) + 1)
+    def __init__(self, bounds: tuple[float, ...] = BOUNDS) -> None:
+        self._bounds = bounds
+        self._counts = [0] * (len(bounds) + 1)
         self._total = 0.0
 
     def observe(self, seconds: float) -> None:
-        self._counts[bisect_left(BOUNDS, seconds)] += 1
+        self._counts[bisect_left(self._bounds, seconds)] += 1
         self._total += seconds
 
     def snapshot(self) -> HistogramSnapshot:
         counts, total = list(self._counts), self._total
         cumulative, running = [], 0
-        for bound, count in zip((*BOUNDS, float("inf")), counts, strict=True):
+        for bound, count in zip((*self._bounds, float("inf")), counts, strict=True):
             running += count
             cumulative.append((bound, running))
         return HistogramSnapshot(tuple(cumulative), total)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,7 +23,7 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from sdk.timings import HistogramSnapshot, RaftTimings
+from sdk.timings import HistogramSnapshot, RaftTimings, Timings
 
 __all__ = ["CONTENT_TYPE_LATEST", "CacheStats", "Metrics", "RaftStats"]
 
@@ -55,13 +54,16 @@ class _CacheCollector(Collector):
 RaftStats = Callable[[], RaftTimings | None]
 
 
-def _histogram(name: str, documentation: str, snapshot: HistogramSnapshot) -> Metric:
-    # ``le`` as prometheus_client writes its own: "0.0001", "1.0", "+Inf".
-    buckets = [
+def _le_buckets(snapshot: HistogramSnapshot) -> list[tuple[str, int]]:
+    """``le`` as prometheus_client writes its own: "0.0001", "1.0", "+Inf"."""
+    return [
         ("+Inf" if math.isinf(bound) else repr(bound), count) for bound, count in snapshot.buckets
     ]
+
+
+def _histogram(name: str, documentation: str, snapshot: HistogramSnapshot) -> Metric:
     return HistogramMetricFamily(
-        name, documentation, buckets=buckets, sum_value=snapshot.total_seconds
+        name, documentation, buckets=_le_buckets(snapshot), sum_value=snapshot.total_seconds
     )
 
 
@@ -95,7 +97,7 @@ class _RaftCollector(Collector):
 
 
 #: ``le`` bounds of the pipeline's timings: prometheus_client's defaults, as before.
-_BOUNDS = tuple(Histogram.DEFAULT_BUCKETS)
+_BOUNDS = tuple(bound for bound in Histogram.DEFAULT_BUCKETS if not math.isinf(bound))
 
 
 class _RequestCollector(Collector):
@@ -108,8 +110,7 @@ class _RequestCollector(Collector):
 
     def __init__(self) -> None:
         self.requests: dict[tuple[str, int], int] = {}
-        self.buckets: dict[str, list[int]] = {}  # per operation, not cumulative
-        self.sums: dict[str, float] = {}
+        self.timings: dict[str, Timings] = {}
         #: When each series last changed (``Metrics.expire``).
         self.touched: dict[tuple[str, int] | str, float] = {}
 
@@ -127,12 +128,9 @@ class _RequestCollector(Collector):
             "Time to handle one request through the core pipeline.",
             labels=["operation"],
         )
-        for operation, counts in list(self.buckets.items()):
-            cumulative, buckets = 0, []
-            for bound, count in zip(_BOUNDS, list(counts), strict=True):
-                cumulative += count
-                buckets.append(("+Inf" if math.isinf(bound) else repr(bound), cumulative))
-            timings.add_metric([operation], buckets, self.sums.get(operation, 0.0))
+        for operation, recorded in list(self.timings.items()):
+            snapshot = recorded.snapshot()
+            timings.add_metric([operation], _le_buckets(snapshot), snapshot.total_seconds)
         yield timings
 
     def forget(self, key: tuple[str, int] | str) -> None:
@@ -140,8 +138,7 @@ class _RequestCollector(Collector):
         if isinstance(key, tuple):
             self.requests.pop(key, None)
         else:
-            self.buckets.pop(key, None)
-            self.sums.pop(key, None)
+            self.timings.pop(key, None)
 
 
 class Metrics:
@@ -184,11 +181,10 @@ class Metrics:
     def observe_operation(self, operation: str, seconds: float) -> None:
         """One pass of a logical ``operation`` through the core pipeline."""
         stats = self._requests
-        counts = stats.buckets.get(operation)
-        if counts is None:
-            counts = stats.buckets[operation] = [0] * len(_BOUNDS)
-        counts[bisect_left(_BOUNDS, seconds)] += 1
-        stats.sums[operation] = stats.sums.get(operation, 0.0) + seconds
+        recorded = stats.timings.get(operation)
+        if recorded is None:
+            recorded = stats.timings[operation] = Timings(_BOUNDS)
+        recorded.observe(seconds)
         stats.touched[operation] = time.monotonic()
 
     @property

@@ -13,21 +13,20 @@ from typing import Any
 
 from aiohttp import web
 
-from api.listener import ListenerLimits, serve
+from api.listener import ListenerLimits
+from tests.listener_server import ListenerTestServer
 
 
 @asynccontextmanager
 async def serving(app: web.Application, limits: ListenerLimits) -> AsyncIterator[int]:
     """The port ``app`` listens on (127.0.0.1) with the server's own listener."""
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    server = await serve(runner, "127.0.0.1", 0, limits)
+    server = ListenerTestServer(app, limits=limits, host="127.0.0.1")
+    await server.start_server()
     try:
-        yield int(server.sockets[0].getsockname()[1])
+        assert server.port is not None
+        yield server.port
     finally:
-        server.close()
-        await runner.cleanup()
-        await server.wait_closed()
+        await server.close()
 
 
 @dataclass
