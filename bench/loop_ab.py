@@ -2,6 +2,7 @@
 
     python -m bench.loop_ab --slices 16 --seconds 3 a5ca847 .         # three nodes
     python -m bench.loop_ab --one --slices 12 --seconds 3 a5ca847 .   # one node, inmem
+    python -m bench.loop_ab --one --storage file HEAD .                 # one node, file
     python -m bench.loop_ab --one --workload kv2-read c1608aa^ c1608aa  # reads
     python -m bench.loop_ab --concurrency 1 --slices 12 HEAD .           # one writer's p50
 
@@ -109,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("revisions", nargs=2, help="before and after ('.' = working tree)")
     parser.add_argument("--slices", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--one", action="store_true", help="one node on inmem, not three")
+    parser.add_argument("--one", action="store_true", help="one node, not three")
+    parser.add_argument(
+        "--storage", choices=("inmem", "file"), default="inmem", help="the one node's storage"
+    )
     parser.add_argument(
         "--concurrency", type=int, default=CONCURRENCY, help="clients (1: latency of one writer)"
     )
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     targets: list[Target] = []
     for revision in args.revisions:
         flags = ServeFlags(revision="" if revision == "." else revision)
-        targets.append(CofferSingle("inmem", flags) if args.one else CofferCluster(3, flags))
+        targets.append(CofferSingle(args.storage, flags) if args.one else CofferCluster(3, flags))
     rows: dict[str, list[dict[str, float]]] = {r: [] for r in args.revisions}
     try:
         for target in targets:

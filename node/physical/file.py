@@ -1,18 +1,24 @@
-"""Crash-safe file physical backend with group commit.
+"""Crash-safe file physical backend with group commit and write-back key files.
 
 Each key is one file holding an 8-byte revision and the ciphertext. A commit is
-first appended to a write-ahead log (``wal``, framed records, see
+appended to a write-ahead log (``wal``, framed records, see
 :mod:`node.physical.wal`); one writer thread takes every commit queued while the
 previous fsync ran, appends them all and makes them durable with one shared
-fsync of the log (group commit), then applies them to the key files (temporary
-file renamed over the target, not fsynced) and only then answers the callers.
-A crash therefore loses nothing acknowledged: on open the log is replayed over
-the key files, a torn last record is cut off. Reads and the writer's revision
-checks go through a write-through cache of entries
-(:mod:`node.physical.entry_cache`) before they open a file. When the log outgrows
-``checkpoint_bytes`` (and on close) the filesystem is synced once (``syncfs``)
-and the log emptied. A multi-key journal left by an older version is replayed
-on open.
+fsync of the log (group commit), and answers the callers. The key files are
+written later, at a checkpoint, from each key's last logged write
+(:mod:`node.physical.pending_writes` holds those until then and answers reads
+for them). Reads and the writer's revision checks go through a write-through
+cache of entries (:mod:`node.physical.entry_cache`), then the pending writes,
+before they open a file.
+
+A checkpoint starts when the log outgrows ``checkpoint_bytes``: the writer
+renames the log to ``wal.old``, starts a new one and goes on committing, while
+a checkpoint thread writes the pending generation to the key files, syncs the
+filesystem once (``syncfs``), records the highest revision and only then
+deletes ``wal.old``. A crash therefore loses nothing acknowledged: on open both
+logs are replayed over the key files (a torn last record is cut off). Close
+checkpoints everything. A multi-key journal left by an older version is
+replayed on open.
 """
 
 from __future__ import annotations
@@ -28,12 +34,12 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from node.physical import wal
-from node.physical.entry_cache import MISS, EntryCache
+from node.physical.entry_cache import DEFAULT_ENTRIES, MISS, EntryCache
+from node.physical.pending_writes import LoggedWrite, PendingWrites
 from sdk.errors import InvalidRequestError, RevisionMismatchError, StorageError
 from sdk.physical import Check, Delete, Entry, Put, TxnOp, validate_key
 
@@ -43,6 +49,8 @@ _REVISION_BYTES = 8
 #: The multi-key journal of versions before the write-ahead log (replayed on open).
 _JOURNAL = "txn.journal"
 _WAL = "wal"
+#: The log a running checkpoint is writing to the key files (deleted after it).
+_WAL_OLD = "wal.old"
 #: Highest revision handed out, persisted at each checkpoint (the log is emptied
 #: then, and a delete can remove the file holding the highest revision).
 _REVISION_FILE = "revision"
@@ -50,10 +58,6 @@ _REVISION_FILE = "revision"
 CHECKPOINT_BYTES = 16 << 20
 #: Commits taken into one batch at most (one log write, one fsync).
 _MAX_BATCH = 1024
-#: Threads writing a batch's key files at once: creating and renaming a file is
-#: a few system calls that release the GIL, and one thread doing them in turn
-#: was the bound of a busy store (docs/performance.md, "Seventh pass").
-_APPLY_THREADS = 4
 
 Fsync = Callable[[int], None]
 
@@ -81,11 +85,14 @@ def _write_all(fd: int, payload: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _last_writes(
-    writes: Iterable[tuple[Put | Delete, int]],
-) -> dict[str, tuple[Put | Delete, int]]:
+def _last_writes(writes: Iterable[LoggedWrite]) -> dict[str, LoggedWrite]:
     """Each key's last write (with its revision): only that one decides its file."""
     return {op.key: (op, revision) for op, revision in writes}
+
+
+def _deleted(pending: dict[str, LoggedWrite], key: str) -> bool:
+    found = pending.get(key)
+    return found is not None and isinstance(found[0], Delete)
 
 
 def _has_entries(folder: Path) -> bool:
@@ -136,10 +143,23 @@ class _Commit:
         self.error: BaseException | None = None
 
 
+class _CheckpointRequest:
+    """A caller waiting for :meth:`FileBackend.checkpoint`, answered like a commit
+    (with revision 0)."""
+
+    __slots__ = ("error", "future", "loop", "revision")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[int]) -> None:
+        self.loop = loop
+        self.future = future
+        self.revision = 0
+        self.error: BaseException | None = None
+
+
 _STOP = object()
 
 
-def _resolve(commits: builtins.list[_Commit]) -> None:
+def _resolve(commits: Sequence[_Commit | _CheckpointRequest]) -> None:
     """On the caller's loop: resolve each future (skipping ones already cancelled)."""
     for commit in commits:
         if commit.future.done():
@@ -154,7 +174,8 @@ class FileBackend:
     """Stores every key as a file under ``<path>/data``; commits go through the log.
 
     ``fsync`` is called for every fsync the backend makes (a seam for tests that
-    count them); ``checkpoint_bytes`` is the log size that triggers a checkpoint.
+    count them); ``checkpoint_bytes`` is the log size that triggers a checkpoint;
+    ``cached_entries`` bounds the entry cache.
     """
 
     def __init__(
@@ -163,15 +184,21 @@ class FileBackend:
         *,
         fsync: Fsync = os.fsync,
         checkpoint_bytes: int = CHECKPOINT_BYTES,
+        cached_entries: int = DEFAULT_ENTRIES,
     ) -> None:
         self._root = Path(path)
         self._data_dir = self._root / "data"
         self._fsync = fsync
         self._syncfs = _filesystem_sync()
         self._checkpoint_bytes = checkpoint_bytes
-        self._queue: queue.SimpleQueue[_Commit | object] = queue.SimpleQueue()
-        #: Entries as the key files hold them (filled by reads, updated by the writer).
-        self._cache = EntryCache()
+        self._queue: queue.SimpleQueue[_Commit | _CheckpointRequest | object] = queue.SimpleQueue()
+        #: Entries as stored: the key files overlaid with the pending writes (filled
+        #: by reads, updated by the writer).
+        self._cache = EntryCache(cached_entries)
+        #: Logged writes the key files do not hold yet.
+        self._pending = PendingWrites()
+        #: The thread of the running checkpoint, if any.
+        self._checkpointer: threading.Thread | None = None
         self._closed = False
         #: Set by a failed log write or apply; every later commit is refused.
         self._failed: StorageError | None = None
@@ -191,7 +218,7 @@ class FileBackend:
             ) from exc
         try:
             self._replay_journal()
-            logged = self._open_wal()
+            logged = self._recover_logs()
             self._revision = max(logged, self._persisted_revision(), self._highest_revision())
         except OSError as exc:
             self._release()
@@ -199,7 +226,6 @@ class FileBackend:
         except BaseException:
             self._release()
             raise
-        self._appliers = ThreadPoolExecutor(_APPLY_THREADS, thread_name_prefix="file-storage-apply")
         self._writer = threading.Thread(
             target=self._run_writer, name=f"file-storage-writer {self._root}", daemon=True
         )
@@ -212,7 +238,8 @@ class FileBackend:
         if found is not MISS:
             return found
         token = self._cache.fill_token()
-        entry = await asyncio.to_thread(self._get, key)
+        found = self._pending.lookup(key)
+        entry = await asyncio.to_thread(self._get, key) if found is MISS else found
         self._cache.fill(key, entry, token)
         return entry
 
@@ -227,6 +254,16 @@ class FileBackend:
 
     async def commit(self, ops: Sequence[TxnOp]) -> int:
         return await self._submit(builtins.list(ops))
+
+    async def checkpoint(self) -> None:
+        """Bring the key files up to date with every write answered so far and empty
+        the log (what close does, without closing): for a look at the files."""
+        if self._closed:
+            raise StorageError("file storage is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        self._queue.put(_CheckpointRequest(loop, future))
+        await future
 
     async def close(self) -> None:
         """Finish every queued commit, checkpoint, and release the directory."""
@@ -247,7 +284,6 @@ class FileBackend:
 
     def _join_threads(self) -> None:
         self._writer.join()
-        self._appliers.shutdown()
 
     def _release(self) -> None:
         wal_fd, self._wal_fd = self._wal_fd, -1
@@ -281,30 +317,59 @@ class FileBackend:
         return Entry(key, raw[_REVISION_BYTES:], revision)
 
     def _list(self, prefix: str) -> builtins.list[str]:
+        """The children of ``prefix``'s folder that start with its last segment: the
+        folder's files and non-empty subfolders, overlaid with the pending writes."""
         *folders, stem = prefix.split("/")
         if folders:
             try:
                 validate_key("/".join(folders))
             except InvalidRequestError:
                 return []  # no valid key lies below such a prefix
+        base = "".join(f + "/" for f in folders)  # the folder's key prefix
+        # Taken before the folder is read: a checkpoint deletes a generation only
+        # after its key files are in place, so nothing falls between the two.
+        pending = self._pending.overlay(base + stem)
         folder = self._data_dir.joinpath(*(_encode_segment(f) for f in folders))
         try:
             names = os.listdir(folder)
         except (FileNotFoundError, NotADirectoryError):
-            return []
+            names = []
         found: set[str] = set()
         for name in names:
             if name.startswith("._"):
                 continue  # a temporary file (folder names never contain "_")
             if name.startswith("_"):
                 child = unquote(name[1:])
-            elif _has_entries(folder / name):
-                child = unquote(name) + "/"
+                if _deleted(pending, base + child):
+                    continue
             else:
-                continue
+                child = unquote(name) + "/"
+                if not self._holds_a_key(folder / name, base + child, pending):
+                    continue
             if child.startswith(stem):
-                found.add(child[len(stem) :] if stem else child)
+                found.add(child[len(stem) :])
+        for key, (op, _revision) in pending.items():
+            if isinstance(op, Put):
+                rest = key[len(base) :]
+                child, slash, _ = rest.partition("/")
+                found.add(child[len(stem) :] + slash)
         return sorted(found)
+
+    @staticmethod
+    def _holds_a_key(folder: Path, base: str, pending: dict[str, LoggedWrite]) -> bool:
+        """Whether ``folder`` (the key prefix ``base``) holds a file of a key that no
+        pending write deletes."""
+        if not any(k.startswith(base) and isinstance(w[0], Delete) for k, w in pending.items()):
+            return _has_entries(folder)
+        for parent, _dirs, files in os.walk(folder):
+            relative = Path(parent).relative_to(folder).parts
+            keys = "".join(unquote(part) + "/" for part in relative)
+            for name in files:
+                if name.startswith("_") and not name.startswith("._"):
+                    key = base + keys + unquote(name[1:])
+                    if not _deleted(pending, key):
+                        return True
+        return False
 
     # -- the writer thread -------------------------------------------------------
 
@@ -313,12 +378,15 @@ class FileBackend:
         stopping = False
         while not stopping:
             batch: builtins.list[_Commit] = []
+            requests: builtins.list[_CheckpointRequest] = []
             item = self._queue.get()
             while True:
                 if item is _STOP:
                     stopping = True
                 elif isinstance(item, _Commit):
                     batch.append(item)
+                elif isinstance(item, _CheckpointRequest):
+                    requests.append(item)
                 if len(batch) >= _MAX_BATCH:
                     break
                 try:
@@ -326,6 +394,8 @@ class FileBackend:
                 except queue.Empty:
                     break
             self._commit_batch(batch)
+            if requests:
+                self._checkpoint_for(requests)
         while True:  # commits queued after close() began are still answered
             try:
                 item = self._queue.get_nowait()
@@ -333,9 +403,26 @@ class FileBackend:
                 break
             if isinstance(item, _Commit):
                 self._commit_batch([item])
-        if self._failed is None and self._wal_size > 0:
+            elif isinstance(item, _CheckpointRequest):
+                self._checkpoint_for([item])
+        self._wait_for_checkpoint()
+        if self._failed is None and (self._wal_size > 0 or len(self._pending)):
             with contextlib.suppress(OSError):  # the log still holds it all
-                self._checkpoint()
+                self._checkpoint_now()
+
+    def _checkpoint_for(self, requests: builtins.list[_CheckpointRequest]) -> None:
+        """Run a checkpoint on the writer thread and answer ``requests``."""
+        self._wait_for_checkpoint()
+        error: BaseException | None = self._failed
+        if error is None:
+            try:
+                self._checkpoint_now()
+            except OSError as exc:  # the log still holds it all
+                self._fail(exc, [])
+                error = self._failed
+        for request in requests:
+            request.error = error
+        self._answer(requests)
 
     def _commit_batch(self, batch: builtins.list[_Commit]) -> None:
         """Commit ``batch`` and answer every caller, whatever happens."""
@@ -352,7 +439,8 @@ class FileBackend:
         self._answer(batch)
 
     def _write_batch(self, batch: builtins.list[_Commit]) -> None:
-        """Check and number each commit in order, log them with one fsync, apply them."""
+        """Check and number each commit in order, log them with one fsync; their
+        writes then wait in the pending writes for a checkpoint."""
         accepted: builtins.list[_Commit] = []
         frames: builtins.list[bytes] = []
         # Revisions the batch's earlier commits give their keys (0: deleted), so a
@@ -376,15 +464,11 @@ class FileBackend:
                 self._fail(exc, accepted)
         if self._failed is None:
             final = _last_writes((op, c.revision) for c in accepted for op in c.writes)
-            try:
-                self._apply_all(final)
-            except OSError as exc:
-                self._fail(exc, accepted)
-            else:
-                self._cache.update(final.values())
+            self._pending.record(final.values())
+            self._cache.update(final.values())
         if self._failed is None and self._wal_size >= self._checkpoint_bytes:
             try:
-                self._checkpoint()
+                self._start_checkpoint()
             except OSError as exc:  # the batch is durable; later writes are refused
                 self._fail(exc, [])
 
@@ -413,6 +497,8 @@ class FileBackend:
 
     def _stored_revision(self, key: str) -> int:
         found = self._cache.lookup(key)
+        if found is MISS:
+            found = self._pending.lookup(key)
         if found is not MISS:
             return found.revision if found is not None else 0
         try:
@@ -430,55 +516,95 @@ class FileBackend:
         self._fsync(self._wal_fd)
 
     def _fail(self, exc: OSError, accepted: builtins.list[_Commit]) -> None:
-        """After a failed log write or apply nothing more is written until a restart,
-        whose replay of the log decides what was committed."""
+        """After a failed log write or checkpoint nothing more is written until a
+        restart, whose replay of the logs decides what was committed."""
         self._failed = StorageError(
             f"write failed: {exc.strerror or type(exc).__name__}; "
             "file storage refuses writes until restarted"
         )
-        self._cache.clear()  # the key files' state is unknown
+        self._cache.clear()  # what the log holds is unknown
         for commit in accepted:
             commit.error = self._failed
 
-    def _answer(self, batch: builtins.list[_Commit]) -> None:
-        by_loop: dict[asyncio.AbstractEventLoop, builtins.list[_Commit]] = {}
+    def _answer(self, batch: Sequence[_Commit | _CheckpointRequest]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, builtins.list[_Commit | _CheckpointRequest]] = {}
         for commit in batch:
             by_loop.setdefault(commit.loop, []).append(commit)
         for loop, commits in by_loop.items():
             with contextlib.suppress(RuntimeError):  # the caller's loop has closed
                 loop.call_soon_threadsafe(_resolve, commits)
 
-    def _checkpoint(self) -> None:
-        """Make every applied key file durable, then empty the log."""
+    def _start_checkpoint(self) -> None:
+        """Rotate the log and write the pending writes to the key files on a thread
+        of its own; commits go on into the new log meanwhile."""
+        self._wait_for_checkpoint()  # one at a time: this one may have to wait
+        if self._failed is not None:
+            return
+        os.rename(self._root / _WAL, self._root / _WAL_OLD)
+        fresh = os.open(self._root / _WAL, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        os.close(self._wal_fd)
+        self._wal_fd, self._wal_size = fresh, 0
+        _fsync_dir(self._root, self._fsync)  # both names durable before the new log is
+        generation = self._pending.rotate()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint,
+            args=(generation, self._revision),
+            name=f"file-storage-checkpoint {self._root}",
+            daemon=True,
+        )
+        self._checkpointer.start()
+
+    def _wait_for_checkpoint(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.join()
+            self._checkpointer = None
+
+    def _checkpoint(self, generation: dict[str, LoggedWrite], revision: int) -> None:
+        """On the checkpoint thread: make ``generation`` durable in the key files,
+        then drop ``wal.old``, which held it."""
+        try:
+            self._make_durable(generation, revision)
+            os.unlink(self._root / _WAL_OLD)
+            _fsync_dir(self._root, self._fsync)
+        except OSError as exc:  # the logs and the pending writes still hold it all
+            self._fail(exc, [])
+            return
+        self._pending.flushed()
+
+    def _checkpoint_now(self) -> None:
+        """On the writer thread, once no checkpoint runs: every pending write to
+        the key files, then empty the log."""
+        self._make_durable(self._pending.rotate(), self._revision)
+        os.ftruncate(self._wal_fd, 0)
+        self._fsync(self._wal_fd)
+        self._wal_size = 0
+        self._pending.flushed()
+
+    def _make_durable(self, generation: dict[str, LoggedWrite], revision: int) -> None:
+        """Write ``generation`` to the key files, sync the filesystem once and record
+        ``revision`` (the highest handed out: a delete may have removed its file)."""
+        self._apply_all(generation)
         fd = os.open(self._root, os.O_RDONLY | os.O_DIRECTORY)
         try:
             self._syncfs(fd)
         finally:
             os.close(fd)
         _write_atomically(
-            self._root / _REVISION_FILE,
-            self._revision.to_bytes(_REVISION_BYTES, "big"),
-            self._fsync,
+            self._root / _REVISION_FILE, revision.to_bytes(_REVISION_BYTES, "big"), self._fsync
         )
-        os.ftruncate(self._wal_fd, 0)
-        self._fsync(self._wal_fd)
-        self._wal_size = 0
 
     # -- key files (writer thread, or __init__ before it starts) -----------------
 
-    def _apply_all(self, final: dict[str, tuple[Put | Delete, int]]) -> None:
-        """Write each key's last write of a logged batch to its file (``final``, from
-        :func:`_last_writes`): puts on several threads, then deletes.
+    def _apply_all(self, final: dict[str, LoggedWrite]) -> None:
+        """Write each key's last write (``final``, from :func:`_last_writes`) to its
+        file: puts, then deletes.
 
         Puts only create folders and deletes only remove empty ones, so running
         the deletes after every put means no put finds its folder pruned.
         """
-        puts = [item for item in final.values() if isinstance(item[0], Put)]
-        if len(puts) > 1:
-            for _ in self._appliers.map(lambda item: self._apply(*item), puts):
-                pass  # re-raises the first failure
-        elif puts:
-            self._apply(*puts[0])
+        for op, revision in final.values():
+            if isinstance(op, Put):
+                self._apply(op, revision)
         for op, revision in final.values():
             if isinstance(op, Delete):
                 self._apply(op, revision)
@@ -523,21 +649,32 @@ class FileBackend:
 
     # -- recovery (__init__) -------------------------------------------------------
 
-    def _open_wal(self) -> int:
-        """Replay the log over the key files, cut a torn tail; the highest revision in it."""
+    def _recover_logs(self) -> int:
+        """Replay ``wal.old`` (a checkpoint cut short) and then the log over the key
+        files, cut a torn tail; the highest revision they hold."""
+        old = self._root / _WAL_OLD
+        try:
+            records, _valid = wal.decode(old.read_bytes())
+            finish_checkpoint = True
+        except FileNotFoundError:
+            records, finish_checkpoint = [], False
         path = self._root / _WAL
         self._wal_fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         with open(path, "rb") as handle:
             data = handle.read()
-        records, valid = wal.decode(data)
+        current, valid = wal.decode(data)
         if valid < len(data):
             os.ftruncate(self._wal_fd, valid)
             self._fsync(self._wal_fd)
-        final = _last_writes((op, record.revision) for record in records for op in record.ops)
-        for op, revision in final.values():
-            self._apply(op, revision)
+        records += current
+        self._apply_all(_last_writes((op, r.revision) for r in records for op in r.ops))
         self._wal_size = valid
-        return max((record.revision for record in records), default=0)
+        highest = max((record.revision for record in records), default=0)
+        if finish_checkpoint:
+            self._make_durable({}, max(highest, self._persisted_revision()))
+            old.unlink()
+            _fsync_dir(self._root, self._fsync)
+        return highest
 
     def _replay_journal(self) -> None:
         journal = self._root / _JOURNAL

@@ -3,6 +3,7 @@ exclusive locking, log and legacy-journal replay and on-disk hygiene."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -237,32 +238,39 @@ async def test_half_applied_journal_is_completed_on_open(
         await reopened.close()
 
 
-async def test_a_commit_logged_but_not_applied_is_completed_on_reopen(
+async def test_a_checkpoint_that_fails_is_completed_on_reopen(
     backend: FileBackend, store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Crash a real commit right after its log record is fsynced, then reopen."""
-    await backend.put("gone", b"x")
+    """A checkpoint fails writing the key files: every acknowledged write is still
+    read, later writes are refused, and a reopen completes it from ``wal.old``."""
+    gone = await backend.put("gone", b"x")
+    await backend.close()  # "gone" is in its key file
+    store = FileBackend(store_path, checkpoint_bytes=1)  # every batch starts one
 
     def crash(*args: object) -> None:
         raise OSError(5, "simulated crash")
 
-    monkeypatch.setattr(backend, "_apply", crash)
-    with pytest.raises(StorageError):
-        await backend.commit([Put("x", b"1"), Put("y/z", b"2"), Delete("gone")])
-    monkeypatch.undo()
-    assert await backend.get("x") is None
-    # After a failed apply nothing more is written until the log is replayed.
+    monkeypatch.setattr(store, "_apply", crash)
+    x = await store.commit([Put("x", b"1"), Put("y/z", b"2"), Delete("gone")])
+    assert x > gone
+    await asyncio.to_thread(store._wait_for_checkpoint)
+    assert (store_path / "wal.old").exists()
+    assert await store.get("x") == Entry("x", b"1", x)
+    assert await store.get("gone") is None
+    assert await store.list("") == ["x", "y/"]
     with pytest.raises(StorageError, match="until restarted"):
-        await backend.put("later", b"refused")
+        await store.put("later", b"refused")
+    await store.close()
+    monkeypatch.undo()
 
-    reopened = await reopen(backend, store_path)
+    reopened = FileBackend(store_path)
     try:
-        x = await reopened.get("x")
-        assert x is not None
-        assert x.value == b"1"
-        assert await reopened.get("y/z") == Entry("y/z", b"2", x.revision)
+        assert not (store_path / "wal.old").exists()
+        assert await reopened.get("x") == Entry("x", b"1", x)
+        assert await reopened.get("y/z") == Entry("y/z", b"2", x)
         assert await reopened.get("gone") is None
         assert await reopened.get("later") is None
+        assert await reopened.put("after", b"a") > x
     finally:
         await reopened.close()
 
@@ -334,8 +342,11 @@ async def test_stray_temporary_file_from_a_crash_is_ignored(
 async def test_empty_folders_are_pruned_on_delete(backend: FileBackend, store_path: Path) -> None:
     await backend.put("a/b/c/key", b"v")
     await backend.put("a/sibling", b"v")
+    await backend.close()  # a checkpoint: the key files are written
+    backend = FileBackend(store_path)
 
     await backend.delete("a/b/c/key")
+    await backend.close()
 
     assert not (store_path / "data" / "a" / "b").exists()
     assert (store_path / "data" / "a").is_dir()
@@ -365,6 +376,7 @@ async def test_files_are_0600_and_directories_0700(tmp_path: Path) -> None:
 
 async def test_key_files_hold_revision_then_value(backend: FileBackend, store_path: Path) -> None:
     revision = await backend.put("dir/key", b"payload")
+    await backend.close()  # a checkpoint: the key files are written
 
     files = [p for p in all_paths(store_path / "data") if p.is_file()]
 

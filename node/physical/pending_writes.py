@@ -1,0 +1,84 @@
+"""The ``file`` backend's logged writes that its key files do not hold yet.
+
+A commit is durable once its record is in the write-ahead log; writing each
+key's file at once cost three file operations per KV v2 write (the metadata,
+the new version, the pruned version) and was most of a busy store's time
+(docs/performance.md, "Twelfth pass"). The key files are now brought up to
+date only at a checkpoint, from each key's last write since the previous one:
+a version created and pruned between two checkpoints never reaches a file,
+and a key written a hundred times is written once.
+
+Until then the writes live here, in two generations:
+
+* ``current``: everything logged since the last rotation (writer thread only
+  adds to it);
+* ``flushing``: the generation a checkpoint is writing to the key files; it is
+  dropped only after they are durable, so a key in neither generation has a
+  file that is up to date.
+
+Reads consult ``current`` first, then ``flushing``, then the file.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from sdk.epoch_lru import MISS, Miss
+from sdk.physical import Delete, Entry, Put
+
+__all__ = ["LoggedWrite", "PendingWrites"]
+
+#: A key's last logged write and the revision of the commit that made it.
+LoggedWrite = tuple[Put | Delete, int]
+
+
+class PendingWrites:
+    """``key -> LoggedWrite`` not yet in the key files; safe across threads."""
+
+    def __init__(self) -> None:
+        self._current: dict[str, LoggedWrite] = {}
+        self._flushing: dict[str, LoggedWrite] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._current) + len(self._flushing)
+
+    def record(self, writes: Iterable[LoggedWrite]) -> None:
+        """A logged batch's writes (each key's last one)."""
+        with self._lock:
+            current = self._current
+            for write in writes:
+                current[write[0].key] = write
+
+    def lookup(self, key: str) -> Entry | Miss | None:
+        """The key's pending state: an entry, ``None`` (deleted), or ``MISS``
+        (its file is up to date)."""
+        with self._lock:
+            found = self._current.get(key) or self._flushing.get(key)
+        if found is None:
+            return MISS
+        op, revision = found
+        return Entry(op.key, op.value, revision) if isinstance(op, Put) else None
+
+    def rotate(self) -> dict[str, LoggedWrite]:
+        """Start a checkpoint: ``current`` becomes ``flushing`` (returned; the
+        previous flushing generation must have been :meth:`flushed`)."""
+        with self._lock:
+            if self._flushing:
+                raise RuntimeError("a checkpoint is still writing the previous generation")
+            self._flushing, self._current = self._current, {}
+            return self._flushing
+
+    def flushed(self) -> None:
+        """The flushing generation is durable in the key files."""
+        with self._lock:
+            self._flushing = {}
+
+    def overlay(self, prefix: str) -> dict[str, LoggedWrite]:
+        """Every pending write below ``prefix``, the newest generation winning."""
+        with self._lock:
+            found = {k: w for k, w in self._flushing.items() if k.startswith(prefix)}
+            found.update((k, w) for k, w in self._current.items() if k.startswith(prefix))
+        return found
