@@ -200,7 +200,7 @@ class FileBackend:
         #: The thread of the running checkpoint, if any.
         self._checkpointer: threading.Thread | None = None
         self._closed = False
-        #: Set by a failed log write or apply; every later commit is refused.
+        #: Set by a failed log write or checkpoint; every later commit is refused.
         self._failed: StorageError | None = None
         self._wal_fd = -1
         try:
