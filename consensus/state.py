@@ -51,15 +51,13 @@ from consensus.commands import (
 )
 from sdk.errors import InvalidRequestError
 from sdk.physical import Delete, Put, children_of, validate_key
+from sdk.sorted_keys import MERGE_ONE_BY_ONE, merge_sorted
 
 __all__ = ["IDEMPOTENCY_WINDOW", "ChangeSet", "KVState", "StateImage"]
 
 #: Command ids remembered for retries. Part of the replicated semantics, so a
 #: constant of the format rather than a per-node setting.
 IDEMPOTENCY_WINDOW = 50_000
-#: Up to this many pending keys are merged into the sorted list one at a time;
-#: more, in one pass over it.
-_MERGE_ONE_BY_ONE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,19 +130,14 @@ class KVState:
         keys = self._keys
         if self._removed:
             removed, self._removed = self._removed, set()
-            if len(removed) <= _MERGE_ONE_BY_ONE:
+            if len(removed) <= MERGE_ONE_BY_ONE:
                 for key in removed:
                     keys.pop(bisect.bisect_left(keys, key))
             else:
                 keys = self._keys = [key for key in keys if key not in removed]
         if self._added:
             added, self._added = self._added, set()
-            if len(added) <= _MERGE_ONE_BY_ONE:
-                for key in added:
-                    bisect.insort(keys, key)
-            else:
-                keys.extend(added)
-                keys.sort()  # a sorted run and a tail: one merge pass
+            merge_sorted(keys, added)
         return keys
 
     def result_for(self, command_id: str) -> Result | None:

@@ -27,14 +27,12 @@ from collections.abc import Iterable
 
 from sdk.epoch_lru import MISS, Miss
 from sdk.physical import Delete, Entry, Put
+from sdk.sorted_keys import merge_sorted
 
 __all__ = ["LoggedWrite", "PendingWrites"]
 
 #: A key's last logged write and the revision of the commit that made it.
 LoggedWrite = tuple[Put | Delete, int]
-#: Up to this many new keys are merged into a generation's sorted keys one at a
-#: time; more, in one pass over them.
-_MERGE_ONE_BY_ONE = 8
 
 
 class _Generation:
@@ -65,16 +63,10 @@ class _Generation:
             index += 1
 
     def _sorted_keys(self) -> list[str]:
-        keys, new_keys = self.keys, self.new_keys
-        if new_keys:
+        if self.new_keys:
+            merge_sorted(self.keys, self.new_keys)
             self.new_keys = []
-            if len(new_keys) <= _MERGE_ONE_BY_ONE:
-                for key in new_keys:
-                    bisect.insort(keys, key)
-            else:
-                keys.extend(new_keys)
-                keys.sort()  # a sorted run and a tail: one merge pass
-        return keys
+        return self.keys
 
 
 class PendingWrites:
