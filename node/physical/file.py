@@ -258,12 +258,7 @@ class FileBackend:
     async def checkpoint(self) -> None:
         """Bring the key files up to date with every write answered so far and empty
         the log (what close does, without closing): for a look at the files."""
-        if self._closed:
-            raise StorageError("file storage is closed")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[int] = loop.create_future()
-        self._queue.put(_CheckpointRequest(loop, future))
-        await future
+        await self._hand_to_writer(_CheckpointRequest)  # answered with 0
 
     async def close(self) -> None:
         """Finish every queued commit, checkpoint, and release the directory."""
@@ -275,12 +270,22 @@ class FileBackend:
 
     async def _submit(self, ops: Sequence[TxnOp]) -> int:
         """Queue ``ops`` for the writer; the answer comes after the fsync covering them."""
+        return await self._hand_to_writer(lambda loop, future: _Commit(ops, loop, future))
+
+    def _hand_to_writer(
+        self,
+        make: Callable[
+            [asyncio.AbstractEventLoop, asyncio.Future[int]], _Commit | _CheckpointRequest
+        ],
+    ) -> asyncio.Future[int]:
+        """Queue what ``make`` builds around this loop and a new future, which the
+        writer resolves (a plain function: no extra coroutine on the write path)."""
         if self._closed:
             raise StorageError("file storage is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[int] = loop.create_future()
-        self._queue.put(_Commit(ops, loop, future))
-        return await future
+        self._queue.put(make(loop, future))
+        return future
 
     def _join_threads(self) -> None:
         self._writer.join()
