@@ -14,6 +14,7 @@ __all__ = [
     "peak_rss_kib",
     "rss_kib",
     "sample",
+    "system_cpu_seconds",
     "thread_cpu_seconds",
     "tree",
 ]
@@ -33,16 +34,25 @@ def _status_field(pid: int, name: str) -> int:
     return 0
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of one process (all its threads)."""
+def _user_system_ticks(pid: int) -> tuple[int, int]:
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return 0.0
+        return 0, 0
     # The command name may hold spaces and parentheses: split after the last ")".
     fields = raw[raw.rindex(")") + 2 :].split()
-    utime, stime = int(fields[11]), int(fields[12])
-    return (utime + stime) / _TICKS
+    return int(fields[11]), int(fields[12])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process (all its threads)."""
+    return sum(_user_system_ticks(pid)) / _TICKS
+
+
+def system_cpu_seconds(pid: int) -> float:
+    """The kernel's share of :func:`cpu_seconds`: system calls, and on loopback the
+    receiving side's TCP work done in the sender's call, and wake-ups."""
+    return _user_system_ticks(pid)[1] / _TICKS
 
 
 def thread_cpu_seconds(pid: int) -> tuple[float, float]:

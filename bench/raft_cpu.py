@@ -33,7 +33,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.coffer_targets import CofferCluster
 from bench.loadgen import run_load
-from bench.process_stats import cpu_seconds, thread_cpu_seconds
+from bench.process_stats import cpu_seconds, system_cpu_seconds, thread_cpu_seconds
 from bench.profile_suite import RATE, _py_spy
 from bench.profiling import summarise_collapsed
 from bench.quiet import wait_for_quiet
@@ -49,15 +49,19 @@ async def _measure(
     pids = [n.proc.pid for n in nodes if n.proc is not None]
     await wait_for_quiet(target.pids(), 25.0, 30.0)
     edges: list[list[float]] = []
+    kernel: list[list[float]] = []
     threads: list[tuple[float, float]] = []
+
+    def take() -> None:
+        edges.append([cpu_seconds(pid) for pid in pids])
+        kernel.append([system_cpu_seconds(pid) for pid in pids])
+        threads.append(thread_cpu_seconds(pids[0]))
 
     async def sampler() -> None:
         await asyncio.sleep(warmup)
-        edges.append([cpu_seconds(pid) for pid in pids])
-        threads.append(thread_cpu_seconds(pids[0]))
+        take()
         await asyncio.sleep(seconds)
-        edges.append([cpu_seconds(pid) for pid in pids])
-        threads.append(thread_cpu_seconds(pids[0]))
+        take()
 
     ep = target.endpoints("active")
     raft_before = _raft_metrics(ep.write, ep.token)
@@ -68,12 +72,15 @@ async def _measure(
     raft = _raft_delta(raft_before, _raft_metrics(ep.write, ep.token))
     ops = max(result.ops, 1)
     per_write = [round(1e6 * (b - a) / ops) for a, b in zip(edges[0], edges[1], strict=True)]
+    in_kernel = [round(1e6 * (b - a) / ops) for a, b in zip(kernel[0], kernel[1], strict=True)]
     return {
         "concurrency": concurrency,
         "writes_per_s": round(result.throughput),
         "p50_ms": round(result.latency.p50_ms, 2),
         "errors": result.errors,
         "cpu_us_per_write": {"leader": per_write[0], "followers": per_write[1:]},
+        # Of that, in the kernel (system time): what fewer system calls could save.
+        "system_us_per_write": {"leader": in_kernel[0], "followers": in_kernel[1:]},
         # The active node split: its event-loop (main) thread, and the rest (Raft).
         "leader_loop_us": round(1e6 * (threads[1][0] - threads[0][0]) / ops),
         "leader_other_threads_us": round(1e6 * (threads[1][1] - threads[0][1]) / ops),
