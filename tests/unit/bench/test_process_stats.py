@@ -1,0 +1,32 @@
+"""The /proc readings the benchmarks divide by writes: system time is part of the total."""
+
+from __future__ import annotations
+
+import os
+
+from bench.process_stats import cpu_seconds, system_cpu_seconds
+
+
+def _spend_in_kernel(calls: int) -> None:
+    fd = os.open("/dev/null", os.O_WRONLY)
+    try:
+        for _ in range(calls):
+            os.write(fd, b"x")
+    finally:
+        os.close(fd)
+
+
+def test_system_time_grows_with_system_calls_and_stays_within_the_total() -> None:
+    pid = os.getpid()
+    total_before, system_before = cpu_seconds(pid), system_cpu_seconds(pid)
+    _spend_in_kernel(300_000)
+    total, system = cpu_seconds(pid), system_cpu_seconds(pid)
+
+    assert system > system_before
+    assert system - system_before <= total - total_before
+    assert 0 < system <= total
+
+
+def test_a_process_that_is_gone_reads_as_zero() -> None:
+    assert cpu_seconds(2**22 + 1) == 0.0
+    assert system_cpu_seconds(2**22 + 1) == 0.0
