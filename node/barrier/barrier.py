@@ -136,6 +136,13 @@ class Barrier:
     def invalidate_all(self) -> None:
         self.cache.clear()
 
+    def read_generation(self) -> int | None:
+        """A number that changes whenever a stored value may have changed (the read
+        cache's epoch), or None with the cache off. A value read while it held
+        still is current: what callers memoising reads compare."""
+        cache = self.cache
+        return cache.epoch if cache.enabled else None
+
     # -- storage ------------------------------------------------------------
 
     async def get(self, key: str) -> StoredValue | None:

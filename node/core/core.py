@@ -128,7 +128,9 @@ class Core:
         self.barrier.wrapper = self.lifecycle.auto_seal
         if isinstance(old_seal, AutoSeal):  # migrated away from an HSM: wrapped entries still read
             self.barrier.unwrapper = old_seal
-        self.tokens = TokenStore(BarrierView(self.barrier, "sys/token/"))
+        self.tokens = TokenStore(
+            BarrierView(self.barrier, "sys/token/"), generation=self.barrier.read_generation
+        )
         self.tokens.on_revoke.append(self._destroy_cubbyhole)
         self.expiration = ExpirationManager(self.tokens)
         self.namespaces = NamespaceStore(BarrierView(self.barrier, "sys/namespaces/"))

@@ -12,7 +12,11 @@ finds them without a scan). Token roles live beside it, per namespace
 Every request looks its token up, so decoded entries are memoised by storage
 key and reused only while the stored bytes are identical (``DecodeMemo``):
 any change, revocation included, local or applied from Raft, is seen at once.
-Expiry and use counts are still checked on every lookup.
+A request looks its token up twice (before its body is read, ``api/preauth.py``,
+and in the pipeline), so a service token's entry is also kept by token ID while
+the barrier's read generation holds still: no stored value changed since it was
+read, revocations and use counts included. Expiry and use counts are still
+checked on every lookup.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ RevokeHook = Callable[[TokenEntry], Awaitable[None]]
 #: Decoded entries kept; each is a few hundred bytes plus its stored bytes.
 _MEMO_ENTRIES = 4096
 
+#: Token IDs whose entry is kept while nothing stored changes (see the module's note).
+_RECENT_ENTRIES = 1024
+
 #: Token IDs whose storage key is remembered. An HMAC costs a few µs (~4 % of a KV
 #: read); the map holds nothing the process does not already hold (the salt).
 _KEY_ENTRIES = 4096
@@ -53,8 +60,15 @@ def _decode_entry(raw: bytes) -> TokenEntry | None:
 class TokenStore:
     """Creates, finds, uses, renews and revokes tokens."""
 
-    def __init__(self, view: BarrierView) -> None:
+    def __init__(
+        self, view: BarrierView, generation: Callable[[], int | None] | None = None
+    ) -> None:
+        """``generation``: the barrier's read generation (``Barrier.read_generation``);
+        without it nothing is kept by token ID."""
         self._view = view
+        self._generation = generation
+        #: token ID -> (read generation, entry) of recent lookups, oldest first.
+        self._recent: dict[str, tuple[int, TokenEntry]] = {}
         self._salt: bytes | None = None
         self.batch = BatchCodec(view)
         self.on_revoke: list[RevokeHook] = []
@@ -101,6 +115,7 @@ class TokenStore:
         self._keys.clear()
         self.batch.forget()
         self._entries.clear()
+        self._recent.clear()
 
     # -- creation -----------------------------------------------------------------
 
@@ -171,9 +186,26 @@ class TokenStore:
                 if parent is None or parent.expired() or parent.num_uses < 0:
                     return None
         else:
-            entry = await self.get_by_key(await self.hash_id(token_id))
+            entry = await self._service_entry(token_id)
         if entry is None or entry.expired() or entry.num_uses < 0:
             return None
+        return entry
+
+    async def _service_entry(self, token_id: str) -> TokenEntry | None:
+        generation = self._generation() if self._generation is not None else None
+        if generation is None:
+            return await self.get_by_key(await self.hash_id(token_id))
+        recent = self._recent.get(token_id)
+        if recent is not None and recent[0] == generation:
+            return recent[1]
+        # The generation is taken before the read: a change while it runs is not kept.
+        entry = await self.get_by_key(await self.hash_id(token_id))
+        if entry is not None:
+            kept = self._recent
+            kept.pop(token_id, None)
+            if len(kept) >= _RECENT_ENTRIES:
+                del kept[next(iter(kept))]
+            kept[token_id] = (generation, entry)
         return entry
 
     async def get_by_key(self, key: str) -> TokenEntry | None:
