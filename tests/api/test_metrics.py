@@ -179,7 +179,8 @@ async def test_the_read_cache_is_exported(dev: DevServer) -> None:
     for _ in range(3):
         assert (await call(dev.client, "GET", path, headers=dev.auth)).status == 200
     after = await _cache_samples(dev)
-    # each read finds the token, the key's metadata and its version in the cache
-    assert after["coffer_cache_hit_total"] >= before["coffer_cache_hit_total"] + 9
+    # each read finds the key's metadata and its version in the cache (the token's
+    # entry the token store keeps while nothing stored changes)
+    assert after["coffer_cache_hit_total"] >= before["coffer_cache_hit_total"] + 6
     assert after["coffer_cache_entries"] > 0
     assert "coffer_cache_miss_total" in after
