@@ -29,6 +29,7 @@ from node.cluster.ports import HostCore, Invalidation, Replica
 from node.cluster.registry import NodeRecord, Registry
 from node.cluster.relay import NonceLedger
 from node.cluster.role import HAState, derive_role
+from node.cluster.sealed_leader import SealedLeaderGuard
 from node.cluster.secrets import (
     challenge_key,
     forwarding_key,
@@ -95,6 +96,8 @@ class Cluster:
         self.removed = self.driver.was_removed()
         self.invalidator = invalidator
         self.watcher = Watcher(self)
+        #: Hands Raft leadership on while sealed after a failed unseal (Raft kept).
+        self.sealed_leader = SealedLeaderGuard(lambda: self.replica)
         #: The Raft TLS keyring: issuing, rotating, reloading (``tls_keeper``).
         self.tls = TLSKeeper(storage, settings.node_id, settings.cluster_addr, self.is_active)
         self.challenges = Challenges()
@@ -204,6 +207,8 @@ class Cluster:
         """Start the replica (or finish a join) with the reconstructed root key's secret."""
         if self.removed:
             raise RemovedError()
+        # An attempt after a failed one: its writes may need this node to lead.
+        await self.sealed_leader.stop()
         if self.replica is None:
             if self.pending_join is not None:
                 await joiner.complete_join(self, root_key)
@@ -221,6 +226,7 @@ class Cluster:
         self.tls.keep(root_key)
 
     async def after_unseal(self) -> None:
+        await self.sealed_leader.stop()
         replica = self.replica
         assert replica is not None
         self.invalidator.start(replica.applied_index())
@@ -240,7 +246,10 @@ class Cluster:
         self.challenges.clear()
         self.relay_nonces.clear()
         self.forward_key = self.index_key = self._challenge_key = None
-        if not keep_raft:
+        if keep_raft:
+            self.sealed_leader.start()
+        else:
+            await self.sealed_leader.stop()
             await self.storage.detach()
 
     async def _wait_for_leader(self, replica: Replica, timeout: float, *, required: bool) -> None:
@@ -409,6 +418,7 @@ class Cluster:
         task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
+        await self.sealed_leader.stop()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()

@@ -74,6 +74,14 @@ def test_a_dr_node_unsealed_without_a_quorum_answers_503_and_unseals_later(
 
     for node in rest:
         wait_until(lambda node=node: unsealed(node), 60, f"{node.name} to unseal")
+
+    # The lone node kept its Raft, so it may have won an election; sealed, it must
+    # not stay leader (node/cluster/sealed_leader.py): an unsealed node leads.
+    def an_unsealed_node_leads() -> bool:
+        return any(node.request("GET", "/v1/sys/leader").json.get("is_self") for node in rest)
+
+    wait_until(an_unsealed_node_leads, 30, "an unsealed node to lead")
+    assert secondary.sealed(lone)
     # The lone node takes the keys again (before the fix: progress 0, sealed for good).
     wait_until(lambda: unsealed(lone), 60, f"{lone.name} to unseal")
     for node in secondary.nodes:
