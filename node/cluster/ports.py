@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from node.outbound import HttpClient
 from sdk.certs import RaftTLS
@@ -28,6 +28,7 @@ __all__ = [
     "Member",
     "RaftDriver",
     "Replica",
+    "TransfersLeadership",
 ]
 
 
@@ -51,6 +52,14 @@ class LocalView(Protocol):
     def get(self, key: str) -> tuple[bytes, int] | None: ...
 
     def list(self, prefix: str) -> list[str]: ...
+
+
+@runtime_checkable
+class TransfersLeadership(Protocol):
+    """A replica that can hand Raft leadership to a caught-up follower
+    (``consensus.RaftBackend``: ``sys/step-down``, and a sealed leader)."""
+
+    async def transfer_leadership(self) -> None: ...
 
 
 class Replica(Protocol):

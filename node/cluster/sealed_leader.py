@@ -18,9 +18,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
 
-from node.cluster.ports import Replica
+from node.cluster.ports import Replica, TransfersLeadership
 from sdk.errors import CofferError
 
 __all__ = ["HOLD", "SealedLeaderGuard"]
@@ -30,11 +29,6 @@ log = logging.getLogger("coffer.cluster")
 #: How long a sealed node may lead before it hands leadership on.
 HOLD = 2.0
 _CHECK_EVERY = 0.25
-
-
-@runtime_checkable
-class _TransfersLeadership(Protocol):
-    async def transfer_leadership(self) -> None: ...
 
 
 class SealedLeaderGuard:
@@ -81,7 +75,7 @@ class SealedLeaderGuard:
             connected = replica.link_view()[0]
             if now - leading_since < self._hold or not connected:
                 continue
-            if not isinstance(replica, _TransfersLeadership):
+            if not isinstance(replica, TransfersLeadership):
                 return  # a replica that cannot hand over: nothing to do for good
             log.warning(
                 "sealed but Raft leader: handing leadership to a peer",

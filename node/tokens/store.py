@@ -26,7 +26,7 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from node.barrier.view import BarrierView
 from node.memo import DecodeMemo
@@ -41,6 +41,8 @@ __all__ = ["RevokeHook", "TokenStore"]
 
 RevokeHook = Callable[[TokenEntry], Awaitable[None]]
 
+V = TypeVar("V")
+
 #: Decoded entries kept; each is a few hundred bytes plus its stored bytes.
 _MEMO_ENTRIES = 4096
 
@@ -50,6 +52,14 @@ _RECENT_ENTRIES = 1024
 #: Token IDs whose storage key is remembered. An HMAC costs a few µs (~4 % of a KV
 #: read); the map holds nothing the process does not already hold (the salt).
 _KEY_ENTRIES = 4096
+
+
+def _keep(kept: dict[str, V], key: str, value: V, limit: int) -> None:
+    """Remember ``value`` as the newest entry, dropping the oldest past ``limit``."""
+    kept.pop(key, None)
+    if len(kept) >= limit:
+        del kept[next(iter(kept))]
+    kept[key] = value
 
 
 def _decode_entry(raw: bytes) -> TokenEntry | None:
@@ -100,9 +110,7 @@ class TokenStore:
             return key
         # One-shot ``hmac.digest`` runs in C: several times cheaper than ``hmac.new``.
         key = hmac.digest(await self._salt_bytes(), token_id.encode(), "sha256").hex()
-        if len(self._keys) >= _KEY_ENTRIES:
-            del self._keys[next(iter(self._keys))]
-        self._keys[token_id] = key
+        _keep(self._keys, token_id, key, _KEY_ENTRIES)
         return key
 
     async def _accessor_key(self, accessor: str) -> str:
@@ -201,11 +209,7 @@ class TokenStore:
         # The generation is taken before the read: a change while it runs is not kept.
         entry = await self.get_by_key(await self.hash_id(token_id))
         if entry is not None:
-            kept = self._recent
-            kept.pop(token_id, None)
-            if len(kept) >= _RECENT_ENTRIES:
-                del kept[next(iter(kept))]
-            kept[token_id] = (generation, entry)
+            _keep(self._recent, token_id, (generation, entry), _RECENT_ENTRIES)
         return entry
 
     async def get_by_key(self, key: str) -> TokenEntry | None:

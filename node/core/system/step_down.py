@@ -11,8 +11,9 @@ clear error rather than an election forced by other means.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
+from node.cluster.ports import TransfersLeadership
 from node.framework import FieldData, Path
 from node.logical.request import Operation, Request
 from sdk.errors import CofferError
@@ -20,16 +21,9 @@ from sdk.errors import CofferError
 if TYPE_CHECKING:
     from node.core.core import Core
 
-__all__ = ["StepDownPaths", "StepDownUnsupportedError", "TransfersLeadership"]
+__all__ = ["StepDownPaths", "StepDownUnsupportedError"]
 
 log = logging.getLogger("coffer.cluster")
-
-
-@runtime_checkable
-class TransfersLeadership(Protocol):
-    """A replica that can hand Raft leadership to a caught-up follower."""
-
-    async def transfer_leadership(self) -> None: ...
 
 
 class StepDownUnsupportedError(CofferError):
