@@ -63,7 +63,7 @@ from api.consistency import (
     wants_active_node,
 )
 from api.envelope import error_response
-from api.keys import CORE
+from api.keys import CORE, FORWARDED_FROM
 from api.outbound import bounded_request
 from api.preauth import authenticate_early
 from api.tls import client_context, valid_ca_pem
@@ -425,7 +425,19 @@ async def vouched_request(request: web.Request, cluster: Cluster) -> web.Request
         cluster.relay_nonces.verify(key, signature, relayed)
     except RelayRefusedError as exc:
         raise ForwardRefusedError(str(exc)) from exc
+    vouched[FORWARDED_FROM] = peer_address(request)
     return vouched
+
+
+def peer_address(request: web.Request) -> str:
+    """``host:port`` (``[host]:port`` for IPv6) of the socket's other end: for a
+    relayed request, the standby that sent it, which no header can claim."""
+    transport = request.transport
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    if not isinstance(peer, tuple) or len(peer) < 2:
+        return request.remote or ""
+    host, port = str(peer[0]), peer[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 async def _serves_locally(request: web.Request, core: Core) -> bool:

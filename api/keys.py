@@ -7,7 +7,10 @@ from aiohttp import web
 from api.listener import ListenerLimits
 from node.core.core import Core
 
-__all__ = ["CORE", "LIMITS"]
+__all__ = ["CORE", "FORWARDED_FROM", "LIMITS"]
 
 CORE = web.AppKey("core", Core)
 LIMITS = web.AppKey("listener_limits", ListenerLimits)
+#: On a request relayed by a standby (its signature checked): that standby's
+#: ``host:port`` as this node's socket sees it, for the audit entries.
+FORWARDED_FROM = web.RequestKey("forwarded_from", str)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.keys import CORE
+from api.keys import CORE, FORWARDED_FROM
 from api.middleware import REQUEST_ID
 from api.translate import BODY_LIMIT, client_token, header
 from node.logical.request import Operation, Request
@@ -41,6 +41,7 @@ async def authenticate_early(request: web.Request, path: str, operation: Operati
             client_token=client_token(request),
             namespace=header(request, "Namespace").strip("/"),
             remote_addr=request.remote or "",
+            forwarded_from=request.get(FORWARDED_FROM, ""),
         )
         await request.app[CORE].audit.log_refused(refused, denied)
         raise

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from api.envelope import json_response, render
 from api.forwarding import FORWARDER
-from api.keys import CORE
+from api.keys import CORE, FORWARDED_FROM
 from api.middleware import REQUEST_ID
 from api.preauth import authenticate_early
 from api.tls import valid_ca_pem
@@ -303,6 +303,7 @@ async def snapshot_restore(request: web.Request) -> web.StreamResponse:
         client_token=client_token(request),
         namespace=header(request, "Namespace").strip("/"),
         remote_addr=request.remote or "",
+        forwarded_from=request.get(FORWARDED_FROM, ""),
     )
     return render(await request.app[CORE].handle(core_request), request_id)
 

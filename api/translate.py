@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from api.json_body import decode_bounded, decode_json
-from api.keys import LIMITS
+from api.keys import FORWARDED_FROM, LIMITS
 from node.framework.fields import parse_duration
 from node.logical.request import Operation, Request
 from sdk.errors import InvalidRequestError, MethodNotAllowedError
@@ -282,4 +282,5 @@ async def to_request(
         namespace=header(request, "Namespace").strip("/"),
         remote_addr=request.remote or "",
         wrap_ttl=wrap_ttl,
+        forwarded_from=request.get(FORWARDED_FROM, ""),
     )

@@ -7,6 +7,11 @@ entries. Unless ``log_raw`` is set, every secret-bearing string becomes
 (unless ``hmac_accessor`` is false), wrapping tokens, and every string value
 of request and response data. Display names, policies, paths and errors are
 written as they are, as the reference does.
+
+A request forwarded between nodes is marked as the reference's Enterprise
+edition marks it: the active node's request entry names the standby it came
+from (``forwarded_from``), and every response entry of such a request, on
+either node, says ``forwarded``.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ class AuditInput:
     mount_point: str = ""
     mount_type: str = ""
     mount_accessor: str = ""
+    #: This node sent the request on to the active node, which answered it.
+    forwarded: bool = False
 
 
 def rfc3339(seconds_ns: int, fraction: bool = True) -> str:
@@ -134,6 +141,8 @@ def request_entry(
     }
     if error:
         entry["error"] = error
+    if audit.request.forwarded_from:
+        entry["forwarded_from"] = audit.request.forwarded_from
     return entry
 
 
@@ -227,4 +236,6 @@ def response_entry(
     }
     if error:
         entry["error"] = error
+    if audit.forwarded or audit.request.forwarded_from:
+        entry["forwarded"] = True
     return entry

@@ -6,6 +6,7 @@ before the backend runs (``log_request``: fail closed, nothing has been done
 yet), and ends with ``responded`` or ``failed``. A request refused before
 it was logged (a bad token, an ACL denial, no route) is logged then, with
 its error, followed by its response entry, as the reference records denials.
+A request a standby hands to the active node ends with ``forwarded``.
 With no device enabled the pipeline gets ``NULL_TRAIL``, which does nothing.
 """
 
@@ -40,6 +41,8 @@ class Trail(Protocol):
 
     async def failed(self, error: Exception) -> None: ...
 
+    async def forwarded(self, reason: Exception) -> None: ...
+
 
 class _NullTrail:
     def at(self, namespace: Namespace, path: str, mount: MountEntry) -> None:
@@ -55,6 +58,9 @@ class _NullTrail:
         pass
 
     async def failed(self, error: Exception) -> None:
+        pass
+
+    async def forwarded(self, reason: Exception) -> None:
         pass
 
 
@@ -118,3 +124,9 @@ class AuditTrail:
         if not self._logged:
             await self.log_request(self._input.request.operation, text)
         await self._broker.log_response(self._input, None, text)
+
+    async def forwarded(self, reason: Exception) -> None:
+        """This node hands the request to the active node, which answers (and
+        audits) it: the response entry here keeps why and says ``forwarded``."""
+        self._input = replace(self._input, forwarded=True)
+        await self.failed(reason)

@@ -146,6 +146,9 @@ class Pipeline:
         trail = self._core.audit.trail(request)
         try:
             response = await self._handle_here(request, trail)
+        except PleaseForwardError as reason:
+            await trail.forwarded(reason)
+            raise
         except Exception as error:
             await trail.failed(error)
             raise

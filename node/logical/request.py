@@ -70,6 +70,9 @@ class Request:
     auth: RequestAuth | None = None
     #: Whether the caller's policies grant ``sudo`` on this path (set by the pipeline).
     has_sudo: bool = False
+    #: ``host:port`` of the standby that relayed this request here (its signature
+    #: checked); empty for a request a client sent to this node. Audit entries carry it.
+    forwarded_from: str = ""
 
     def routed(
         self,
@@ -101,6 +104,7 @@ class Request:
             mount_accessor=mount_accessor,
             auth=auth,
             has_sudo=has_sudo,
+            forwarded_from=self.forwarded_from,
         )
 
     def __repr__(self) -> str:

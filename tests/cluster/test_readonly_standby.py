@@ -10,13 +10,16 @@ only at the HTTP edge, the standby would run the handler itself.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from harness import process as launch
 from tests.cluster import writes_on_read
-from tests.cluster.servers import ROOT, Cluster, Node, Reply
+from tests.cluster.servers import ROOT, Cluster, Node, Reply, wait_until
+from tests.support.line_listener import listening
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -36,6 +39,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 token=nodes.root_token,
             )
             assert reply.status == 204, reply
+            for standby in nodes.standbys():  # the mount reaches each standby by Raft
+                wait_until(
+                    lambda node=standby: (
+                        node.request("GET", "/v1/auth/probe/peek", token=nodes.root_token).status
+                        == 200
+                    ),
+                    20,
+                    f"the probe mounted on {standby.name}",
+                )
             yield nodes
         finally:
             nodes.close()
@@ -77,6 +89,86 @@ def test_the_engine_writes_on_the_active_node_itself(cluster: Cluster) -> None:
         "count": before + 1,
         "served_by": active.name,
     }
+
+
+def _entries(lines: list[bytes], path: str) -> list[dict[str, Any]]:
+    found = (json.loads(line) for line in lines)
+    return [entry for entry in found if entry["request"].get("path") == path]
+
+
+def test_forwarded_requests_are_marked_in_the_audit_entries_of_both_nodes(
+    cluster: Cluster,
+) -> None:
+    """As the reference's Enterprise edition marks them: the active node's request
+    entry names the standby it came from, every response entry of the request says
+    ``forwarded``; a request a client sends to the active node has neither."""
+    root, active = cluster.root_token, cluster.active()
+    standby = cluster.standbys()[0]
+    with listening() as collector:
+        device = {"type": "socket", "options": {"address": f"127.0.0.1:{collector.port}"}}
+        assert active.request("PUT", "/v1/sys/audit/net", device, token=root).status == 204
+        try:
+            wait_until(
+                lambda: "net/" in standby.request("GET", "/v1/sys/audit", token=root).json["data"],
+                20,
+                "the device on the standby",
+            )
+            # A read whose handler writes: the standby's pipeline hands it on.
+            _get(standby, cluster, "count")
+            wait_until(
+                lambda: len(_entries(collector.lines, "auth/probe/count")) >= 4,
+                20,
+                "four entries",
+            )
+            entries = _entries(collector.lines, "auth/probe/count")
+            requests = [e for e in entries if e["type"] == "request"]
+            responses = [e for e in entries if e["type"] == "response"]
+            assert len(requests) == len(responses) == 2, entries
+            [on_active] = [e for e in requests if "forwarded_from" in e]
+            host, _, port = on_active["forwarded_from"].rpartition(":")
+            assert host.startswith("127.") and port.isdigit()
+            assert all(e["forwarded"] is True for e in responses)
+            [handed_on] = [e for e in responses if "error" in e]
+            assert "active node" in handed_on["error"] and handed_on["response"] == {}
+            [answered] = [e for e in responses if "error" not in e]
+            hashed = active.request(
+                "POST", "/v1/sys/audit-hash/net", {"input": active.name}, token=root
+            ).json["data"]["hash"]
+            assert answered["response"]["data"]["served_by"] == hashed  # the active's answer
+
+            # A write the standby's edge relays at once: audited on the active node only.
+            put = standby.request(
+                "PUT", "/v1/secret/data/relayed", {"data": {"k": "v"}}, token=root
+            )
+            assert put.status == 200, put
+            wait_until(
+                lambda: len(_entries(collector.lines, "secret/data/relayed")) >= 2,
+                20,
+                "the write's entries",
+            )
+            written = _entries(collector.lines, "secret/data/relayed")
+            assert [e["type"] for e in written] == ["request", "response"]
+            assert written[0]["forwarded_from"].startswith("127.")
+            assert written[1]["forwarded"] is True
+
+            # Sent to the active node by the client: no marks.
+            put = active.request("PUT", "/v1/secret/data/direct", {"data": {"k": "v"}}, token=root)
+            assert put.status == 200, put
+            wait_until(
+                lambda: len(_entries(collector.lines, "secret/data/direct")) >= 2,
+                20,
+                "the direct write's entries",
+            )
+            for entry in _entries(collector.lines, "secret/data/direct"):
+                assert "forwarded" not in entry and "forwarded_from" not in entry
+        finally:
+            gone = active.request("DELETE", "/v1/sys/audit/net", token=root)
+            assert gone.status == 204, gone
+            wait_until(
+                lambda: standby.request("GET", "/v1/sys/audit", token=root).json["data"] == {},
+                20,
+                "the device gone from the standby",
+            )
 
 
 def test_a_standby_still_seals_itself(cluster: Cluster) -> None:

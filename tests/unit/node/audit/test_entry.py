@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 from node.audit.entry import AuditInput, request_entry, response_entry
 from node.audit.formats import render
@@ -156,3 +157,26 @@ def test_prefix_and_jsonx() -> None:
     data = {child.get("name"): child for child in request["data"]}
     assert data["password"].text == SALT.hmac("hunter2")
     assert data["nested"].tag == ns + "array"
+
+
+def test_a_request_relayed_by_a_standby_names_it_and_its_answer_says_forwarded() -> None:
+    relayed = AuditInput(
+        replace(REQUEST, forwarded_from="10.0.0.2:51234"), "secret/metadata/", operation="list"
+    )
+    request = request_entry(relayed, SALT.hmac, FormatOptions())
+    assert list(request) == ["time", "type", "auth", "request", "forwarded_from"]
+    assert request["forwarded_from"] == "10.0.0.2:51234"
+    answer = response_entry(relayed, Response(data={"keys": ["a"]}), SALT.hmac, FormatOptions())
+    assert answer["forwarded"] is True
+    assert "forwarded_from" not in answer
+    # A request a client sent here directly carries neither mark.
+    assert "forwarded_from" not in request_entry(AUDIT, SALT.hmac, FormatOptions())
+    assert "forwarded" not in response_entry(AUDIT, None, SALT.hmac, FormatOptions())
+
+
+def test_a_request_this_node_handed_on_says_forwarded_and_why() -> None:
+    handed_on = replace(AUDIT, forwarded=True)
+    entry = response_entry(handed_on, None, SALT.hmac, FormatOptions(), "must go to the active")
+    assert list(entry) == ["time", "type", "auth", "request", "response", "error", "forwarded"]
+    assert entry["forwarded"] is True
+    assert "forwarded_from" not in request_entry(handed_on, SALT.hmac, FormatOptions())

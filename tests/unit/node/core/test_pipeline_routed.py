@@ -45,6 +45,7 @@ def _client_request() -> Request:
         mount_accessor="old_accessor",
         auth=RequestAuth(token_key="old", accessor="old", policies=("x",)),
         has_sudo=True,
+        forwarded_from="10.0.0.2:51234",
     )
 
 
@@ -70,6 +71,7 @@ def test_routed_copies_every_field_it_is_not_given() -> None:
         "remote_addr",
         "wrap_ttl",
         "headers",
+        "forwarded_from",
     }, "a new Request field: copy it in Request.routed and list it here"
     for name in names - ROUTING:
         assert getattr(routed, name) is getattr(original, name), name
