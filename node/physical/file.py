@@ -96,8 +96,15 @@ def _deleted(pending: dict[str, LoggedWrite], key: str) -> bool:
 
 
 def _has_entries(folder: Path) -> bool:
+    """Whether ``folder`` holds a key file, at any depth. A temporary file a
+    crash left behind (``._*``) is no key, nor is a folder of nothing else."""
     with os.scandir(folder) as entries:
-        return any(True for _ in entries)
+        for entry in entries:
+            if entry.name.startswith("._"):
+                continue
+            if not entry.is_dir(follow_symlinks=False) or _has_entries(Path(entry.path)):
+                return True
+    return False
 
 
 def _fsync_dir(path: Path, fsync: Fsync) -> None:

@@ -339,6 +339,30 @@ async def test_stray_temporary_file_from_a_crash_is_ignored(
         await reopened.close()
 
 
+async def test_a_folder_holding_only_stray_temporary_files_lists_as_empty(
+    backend: FileBackend, store_path: Path
+) -> None:
+    await backend.put("kept/key", b"v")
+    await backend.put("gone/deep/key", b"v")
+    await backend.delete("gone/deep/key")
+    await backend.close()
+    # A crash left a temporary file where a key of "gone/" was being written,
+    # and another one level deeper: neither folder holds a key.
+    stray = store_path / "data" / "gone"
+    (stray / "deep").mkdir(parents=True, exist_ok=True)
+    (stray / "._key.tmp").write_bytes((99).to_bytes(8, "big") + b"torn")
+    (stray / "deep" / "._key.tmp").write_bytes((99).to_bytes(8, "big") + b"torn")
+
+    reopened = FileBackend(store_path)
+    try:
+        assert await reopened.list("") == ["kept/"]
+        assert await reopened.list("gone/") == []
+        await reopened.put("gone/deep/new", b"v")  # a real key: the folder lists again
+        assert await reopened.list("") == ["gone/", "kept/"]
+    finally:
+        await reopened.close()
+
+
 async def test_empty_folders_are_pruned_on_delete(backend: FileBackend, store_path: Path) -> None:
     await backend.put("a/b/c/key", b"v")
     await backend.put("a/sibling", b"v")
