@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.keys import CORE, FORWARDED_FROM
+from api.keys import CORE
 from api.middleware import REQUEST_ID
-from api.translate import BODY_LIMIT, client_token, header
-from node.logical.request import Operation, Request
+from api.translate import BODY_LIMIT, client_request, client_token, header
+from node.logical.request import Operation
 from sdk.errors import CofferError, PermissionDeniedError
 
 __all__ = ["authenticate_early"]
@@ -34,15 +34,7 @@ async def authenticate_early(request: web.Request, path: str, operation: Operati
     try:
         await _authenticate_early(request, path, operation)
     except PermissionDeniedError as denied:
-        refused = Request(
-            operation,
-            path,
-            id=request.get(REQUEST_ID, ""),
-            client_token=client_token(request),
-            namespace=header(request, "Namespace").strip("/"),
-            remote_addr=request.remote or "",
-            forwarded_from=request.get(FORWARDED_FROM, ""),
-        )
+        refused = client_request(request, operation, path, request.get(REQUEST_ID, ""))
         await request.app[CORE].audit.log_refused(refused, denied)
         raise
 

@@ -12,16 +12,16 @@ from aiohttp import web
 
 from api.envelope import json_response, render
 from api.forwarding import FORWARDER
-from api.keys import CORE, FORWARDED_FROM
+from api.keys import CORE
 from api.middleware import REQUEST_ID
 from api.preauth import authenticate_early
 from api.tls import valid_ca_pem
-from api.translate import client_token, header, read_json_body, read_raw_body
+from api.translate import client_request, read_json_body, read_raw_body
 from node.cluster.cluster import Cluster
 from node.cluster.membership import answer_membership
 from node.core.health import NodeRole, parse_health_query
 from node.core.system.raft import SNAPSHOT_FIELD
-from node.logical.request import Operation, Request
+from node.logical.request import Operation
 from node.replication.classify import Kind
 from node.version import VERSION
 from sdk.errors import (
@@ -295,15 +295,8 @@ async def snapshot_restore(request: web.Request) -> web.StreamResponse:
     await authenticate_early(request, path, Operation.UPDATE)
     raw = await read_raw_body(request)
     request_id = request[REQUEST_ID]
-    core_request = Request(
-        operation=Operation.UPDATE,
-        path=path,
-        data={SNAPSHOT_FIELD: raw},
-        id=request_id,
-        client_token=client_token(request),
-        namespace=header(request, "Namespace").strip("/"),
-        remote_addr=request.remote or "",
-        forwarded_from=request.get(FORWARDED_FROM, ""),
+    core_request = client_request(
+        request, Operation.UPDATE, path, request_id, {SNAPSHOT_FIELD: raw}
     )
     return render(await request.app[CORE].handle(core_request), request_id)
 

@@ -273,10 +273,23 @@ async def to_request(
         wrap_ttl = parse_duration(raw_ttl, "wrap TTL")
         if wrap_ttl < 0:
             raise InvalidRequestError("wrap TTL must not be negative")
+    return client_request(request, operation, path, request_id, data, wrap_ttl)
+
+
+def client_request(
+    request: web.Request,
+    operation: Operation,
+    path: str,
+    request_id: str,
+    data: dict[str, Any] | None = None,
+    wrap_ttl: int = 0,
+) -> Request:
+    """The core's request with what every HTTP request carries (token, namespace,
+    client address, the relaying standby): one place to add such a field."""
     return Request(
         operation=operation,
         path=path,
-        data=data,
+        data={} if data is None else data,
         id=request_id,
         client_token=client_token(request),
         namespace=header(request, "Namespace").strip("/"),

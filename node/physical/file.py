@@ -95,12 +95,17 @@ def _deleted(pending: dict[str, LoggedWrite], key: str) -> bool:
     return found is not None and isinstance(found[0], Delete)
 
 
+def _is_temporary(name: str) -> bool:
+    """A key file's temporary (``._<name>.tmp``), possibly left by a crash: no key."""
+    return name.startswith("._")
+
+
 def _has_entries(folder: Path) -> bool:
     """Whether ``folder`` holds a key file, at any depth. A temporary file a
     crash left behind (``._*``) is no key, nor is a folder of nothing else."""
     with os.scandir(folder) as entries:
         for entry in entries:
-            if entry.name.startswith("._"):
+            if _is_temporary(entry.name):
                 continue
             if not entry.is_dir(follow_symlinks=False) or _has_entries(Path(entry.path)):
                 return True
@@ -348,8 +353,8 @@ class FileBackend:
             names = []
         found: set[str] = set()
         for name in names:
-            if name.startswith("._"):
-                continue  # a temporary file (folder names never contain "_")
+            if _is_temporary(name):
+                continue  # (folder names never contain "_")
             if name.startswith("_"):
                 child = unquote(name[1:])
                 if _deleted(pending, base + child):
@@ -377,7 +382,7 @@ class FileBackend:
             relative = Path(parent).relative_to(folder).parts
             keys = "".join(unquote(part) + "/" for part in relative)
             for name in files:
-                if name.startswith("_") and not name.startswith("._"):
+                if name.startswith("_") and not _is_temporary(name):
                     key = base + keys + unquote(name[1:])
                     if not _deleted(pending, key):
                         return True
