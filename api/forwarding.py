@@ -77,7 +77,6 @@ from node.cluster.errors import (
 )
 from node.cluster.relay import Relayed, RelayRefusedError, body_digest, sign_relayed
 from node.cluster.role import HAState
-from node.cluster.staleness import LEADER_LOST
 from node.core.core import Core
 from node.outbound import DEFAULT_TIMEOUT, HttpClient, HttpReply
 from sdk.errors import CofferError
@@ -363,21 +362,8 @@ async def _applied_or_not_serving(cluster: Cluster, index: int) -> bool:
         if loop.time() >= deadline:
             return False
         state = await cluster.state()
-        if stale_now(state, cluster) or not state.caught_up:
+        if state.stale or not state.caught_up:
             return False
-
-
-def stale_now(state: HAState, cluster: Cluster) -> str:
-    """Why this standby must not serve local reads ("" when it may): ``state.stale``,
-    or the leader loss counted to this moment. The watcher that sets ``stale``
-    ticks on this loop; a process just resumed from a freeze (SIGSTOP) or starved
-    answers requests before it ticks, and its last contact is then long past."""
-    if state.stale or state.active:
-        return state.stale
-    lost = state.leader_lost_for
-    if lost > cluster.settings.staleness.max_leader_loss:
-        return f"{LEADER_LOST} for {lost:.1f}s"
-    return ""
 
 
 async def relayed_fields(request: web.Request, client: str, body: bytes) -> Relayed:
@@ -518,7 +504,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         and not wants_active_node(request)
         and await _serves_locally(request, core)
     ):
-        stale = stale_now(state, cluster)
+        stale = state.stale
         if stale:
             if not state.leader_api_addr:
                 raise NotCaughtUpError(stale)

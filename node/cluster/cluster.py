@@ -39,7 +39,7 @@ from node.cluster.secrets import (
     raft_tls_key,
     seal_challenge,
 )
-from node.cluster.staleness import StalenessBounds
+from node.cluster.staleness import StalenessBounds, stale_now
 from node.cluster.storage import RaftStorage
 from node.cluster.tls_keeper import TLSKeeper
 from node.cluster.tls_keyring import issue_at_init
@@ -151,6 +151,7 @@ class Cluster:
             if record is None:
                 found = [r for r in await self.registry.all() if r.cluster_addr == leader.address]
                 record = found[0] if found else None
+        lost = 0.0 if active else time.monotonic() - self.watcher.leader_contact
         return HAState(
             ha_enabled=True,
             sealed=False,
@@ -161,8 +162,12 @@ class Cluster:
             leader_cluster_addr=leader.address if leader else "",
             active_time=self.watcher.active_since if active else 0.0,
             caught_up=active or self.watcher.caught_up,
-            stale="" if active else self.watcher.stale,
-            leader_lost_for=0.0 if active else time.monotonic() - self.watcher.leader_contact,
+            stale=""
+            if active
+            else stale_now(
+                self.settings.staleness, ticked=self.watcher.stale, leader_lost_for=lost
+            ),
+            leader_lost_for=lost,
             committed_index=replica.committed_index(),
             applied_index=replica.applied_index(),
         )

@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_MAX_LEADER_LOSS",
     "LEADER_LOST",
     "StalenessBounds",
+    "stale_now",
     "stale_reason",
 ]
 
@@ -55,4 +56,16 @@ def stale_reason(
     lag = leader_commit - applied
     if lag > bounds.max_lag:
         return f"{lag} entries behind the active node"
+    return ""
+
+
+def stale_now(bounds: StalenessBounds, *, ticked: str, leader_lost_for: float) -> str:
+    """``ticked`` (the watcher's reason at its last tick), or the leader loss counted
+    to this moment. The watcher ticks on the event loop; a process just resumed
+    from a freeze (SIGSTOP) or starved answers before it ticks, and its last
+    contact is long past then. Reads and ``sys/health`` both decide by this."""
+    if ticked:
+        return ticked
+    if leader_lost_for > bounds.max_leader_loss:
+        return f"{LEADER_LOST} for {leader_lost_for:.1f}s"
     return ""

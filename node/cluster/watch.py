@@ -149,7 +149,7 @@ class Watcher:
         the replica may be that far behind though the leader is in touch again at
         once. Local reads wait for a marker write made after the pause, as after
         a leader loss (requests answered before this tick see the stale contact
-        time: ``api.forwarding.stale_now``)."""
+        time: ``node.cluster.staleness.stale_now``)."""
         log.warning(
             "this node did not run for %.1fs; local reads wait until it has caught up",
             paused,

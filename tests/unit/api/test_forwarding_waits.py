@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from api.forwarding import _unless_replaced, stale_now
+from api.forwarding import _unless_replaced
 from node.cluster.role import HAState
 from node.cluster.staleness import StalenessBounds
 
@@ -79,14 +79,3 @@ async def test_no_known_active_node_is_not_a_replacement() -> None:
 
     assert await _unless_replaced(send(), _cluster(fake), OLD) == "answered"
     assert fake.asked >= 2
-
-
-def test_leader_loss_is_counted_to_the_moment_of_the_request() -> None:
-    """Before the watcher has ticked after a freeze, ``stale`` is still empty."""
-    cluster = _cluster(_Cluster())
-    fresh = HAState(ha_enabled=True, sealed=False, performance_standby=True, leader_lost_for=0.2)
-    assert stale_now(fresh, cluster) == ""
-    frozen = HAState(ha_enabled=True, sealed=False, performance_standby=True, leader_lost_for=15)
-    assert stale_now(frozen, cluster) == "no contact with the active node for 15.0s"
-    told = HAState(ha_enabled=True, sealed=False, stale="9 entries behind the active node")
-    assert stale_now(told, cluster) == "9 entries behind the active node"

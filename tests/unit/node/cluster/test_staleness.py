@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from node.cluster.role import HAState
-from node.cluster.staleness import StalenessBounds, stale_reason
+from node.cluster.staleness import StalenessBounds, stale_now, stale_reason
 from node.cluster.watch import Watcher
 from node.config import ConfigError, load_config
 from node.core.health import NodeRole, parse_health_query
@@ -18,6 +18,20 @@ if TYPE_CHECKING:
     from node.cluster.cluster import Cluster as ClusterType
 
 BOUNDS = StalenessBounds(max_leader_loss=1.0, max_lag=100)
+
+
+def test_leader_loss_is_counted_to_the_moment_of_the_request() -> None:
+    """Before the watcher has ticked after a freeze, its reason is still empty:
+    reads and ``sys/health`` (both through ``Cluster.state``) count the loss now."""
+    bounds = StalenessBounds()
+    assert stale_now(bounds, ticked="", leader_lost_for=0.2) == ""
+    frozen = stale_now(bounds, ticked="", leader_lost_for=15)
+    assert frozen == "no contact with the active node for 15.0s"
+    told = stale_now(bounds, ticked="9 entries behind the active node", leader_lost_for=15)
+    assert told == "9 entries behind the active node"
+    # What health reports follows the same reason: unhealthy (474) on a lost leader.
+    state = HAState(ha_enabled=True, sealed=False, performance_standby=True, stale=frozen)
+    assert not state.ha_healthy
 
 
 def test_a_standby_in_touch_and_close_behind_serves() -> None:
