@@ -9,6 +9,7 @@ from pathlib import Path
 
 __all__ = [
     "ProcSample",
+    "context_switches",
     "cpu_seconds",
     "machine_busy_seconds",
     "peak_rss_kib",
@@ -76,6 +77,19 @@ def thread_cpu_seconds(pid: int) -> tuple[float, float]:
         else:
             other += spent
     return main, other
+
+
+def context_switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of a process's main thread so far:
+    how often its event loop slept, and how often the scheduler took its core
+    away while it could run (0, 0 when the process is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/status").read_text()
+    except OSError:
+        return 0, 0
+    counts = dict(line.split(":", 1) for line in text.splitlines() if "ctxt_switches" in line)
+    voluntary = counts.get("voluntary_ctxt_switches", "0")
+    return int(voluntary), int(counts.get("nonvoluntary_ctxt_switches", "0"))
 
 
 def rss_kib(pid: int) -> int:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
 
-from bench.process_stats import cpu_seconds, system_cpu_seconds
+from bench.process_stats import context_switches, cpu_seconds, system_cpu_seconds
 
 
 def _spend_in_kernel(calls: int) -> None:
@@ -30,3 +31,15 @@ def test_system_time_grows_with_system_calls_and_stays_within_the_total() -> Non
 def test_a_process_that_is_gone_reads_as_zero() -> None:
     assert cpu_seconds(2**22 + 1) == 0.0
     assert system_cpu_seconds(2**22 + 1) == 0.0
+
+
+def test_a_thread_that_sleeps_counts_voluntary_switches() -> None:
+    pid = os.getpid()
+    voluntary, involuntary = context_switches(pid)
+    for _ in range(20):
+        time.sleep(0.001)
+    after = context_switches(pid)
+
+    assert after[0] >= voluntary + 20
+    assert after[1] >= involuntary
+    assert context_switches(2**22 + 1) == (0, 0)

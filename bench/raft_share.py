@@ -1,0 +1,103 @@
+"""What Raft adds to the active node's CPU per write: a lone node against three.
+
+    python -m bench.raft_share --slices 12 --seconds 3
+
+A one-node ``inmem`` server and a three-node Raft cluster of the same tree run
+side by side; slices of KV v2 writes at c=32 go to one, then the other (ABBA
+order), so that the machine's drift falls on both alike: on the two-core
+machines here a lone node's CPU per write moved by ±25 % between slices a
+minute apart. Per slice: the lone node's process and the active node's loop
+thread, its other threads (the Raft engine) and its process, in µs of CPU per
+write, and the context switches of each serving loop thread per write
+(voluntary: it slept; involuntary: the scheduler took its core while it could
+run). At the end, the medians, and the paired difference between the active
+loop and the lone process: the share of the request path that Raft adds on the
+loop (submission, batching, the callback back to the loop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+from typing import Any
+
+from bench.coffer_targets import CofferCluster, CofferSingle
+from bench.loadgen import Op, run_load
+from bench.loop_ab import CONCURRENCY, _prepare, _serving_pid
+from bench.process_stats import context_switches, cpu_seconds, thread_cpu_seconds
+from bench.targets import Target
+
+__all__ = ["main"]
+
+
+def _slice(target: Target, op: Op, seconds: float) -> dict[str, float]:
+    pid = _serving_pid(target)
+    threads, process, switches = thread_cpu_seconds(pid), cpu_seconds(pid), context_switches(pid)
+    result = asyncio.run(run_load(op, concurrency=CONCURRENCY, seconds=seconds, warmup=0.0))
+    threads_after, process_after = thread_cpu_seconds(pid), cpu_seconds(pid)
+    switches_after = context_switches(pid)
+    per = 1.0 / max(result.ops, 1)
+    return {
+        "loop_us": 1e6 * per * (threads_after[0] - threads[0]),
+        "other_threads_us": 1e6 * per * (threads_after[1] - threads[1]),
+        "process_us": 1e6 * per * (process_after - process),
+        "writes_per_s": result.throughput,
+        "voluntary_per_write": per * (switches_after[0] - switches[0]),
+        "involuntary_per_write": per * (switches_after[1] - switches[1]),
+    }
+
+
+def _median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(row[key] for row in rows)
+
+
+def _report(rows: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+    one, three = rows["one"], rows["three"]
+    keys = ("process_us", "loop_us", "other_threads_us", "writes_per_s")
+    summary: dict[str, Any] = {
+        name: {key: round(_median(found, key)) for key in keys}
+        | {
+            key: round(_median(found, key), 2)
+            for key in ("voluntary_per_write", "involuntary_per_write")
+        }
+        for name, found in rows.items()
+    }
+    # Slice i of one node ran next to slice i of three (ABBA): pair them.
+    summary["raft_on_the_loop_us"] = round(
+        statistics.median(b["loop_us"] - a["process_us"] for a, b in zip(one, three, strict=True))
+    )
+    summary["raft_on_the_process_us"] = round(
+        statistics.median(
+            b["process_us"] - a["process_us"] for a, b in zip(one, three, strict=True)
+        )
+    )
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.raft_share")
+    parser.add_argument("--slices", type=int, default=12, help="slices per side")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    args = parser.parse_args(argv)
+    import uvloop
+
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    rows: dict[str, list[dict[str, float]]] = {"one": [], "three": []}
+    with CofferSingle("inmem") as one, CofferCluster(3) as three:
+        targets: dict[str, Target] = {"one": one, "three": three}
+        ops = {name: _prepare(target) for name, target in targets.items()}
+        for index in range(args.slices):
+            order = ("one", "three") if index % 2 == 0 else ("three", "one")
+            for name in order:
+                record = _slice(targets[name], ops[name], args.seconds)
+                rows[name].append(record)
+                print(json.dumps({"slice": index, "nodes": name} | record), flush=True)
+    print(json.dumps(_report(rows), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
