@@ -14,6 +14,7 @@ __all__ = [
     "machine_busy_seconds",
     "peak_rss_kib",
     "rss_kib",
+    "run_delays",
     "sample",
     "system_cpu_seconds",
     "thread_cpu_seconds",
@@ -90,6 +91,30 @@ def context_switches(pid: int) -> tuple[int, int]:
     counts = dict(line.split(":", 1) for line in text.splitlines() if "ctxt_switches" in line)
     voluntary = counts.get("voluntary_ctxt_switches", "0")
     return int(voluntary), int(counts.get("nonvoluntary_ctxt_switches", "0"))
+
+
+def run_delays(pid: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Seconds on a CPU and seconds runnable but waiting for one (``schedstat``), of
+    a process's main thread and of its other threads together: a thread that
+    waits for a core delays what it would have done, without costing CPU."""
+    main = (0.0, 0.0)
+    other = [0.0, 0.0]
+    try:
+        tids = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return main, (0.0, 0.0)
+    for tid in tids:
+        try:
+            running, waiting = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[:2]
+        except (OSError, ValueError):
+            continue  # the thread ended between the listing and the read
+        spent = (int(running) / 1e9, int(waiting) / 1e9)
+        if tid == pid:
+            main = spent
+        else:
+            other[0] += spent[0]
+            other[1] += spent[1]
+    return main, (other[0], other[1])
 
 
 def rss_kib(pid: int) -> int:

@@ -6,13 +6,18 @@ A one-node ``inmem`` server and a three-node Raft cluster of the same tree run
 side by side; slices of KV v2 writes at c=32 go to one, then the other (ABBA
 order), so that the machine's drift falls on both alike: on the two-core
 machines here a lone node's CPU per write moved by ±25 % between slices a
-minute apart. Per slice: the lone node's process and the active node's loop
-thread, its other threads (the Raft engine) and its process, in µs of CPU per
-write, and the context switches of each serving loop thread per write
-(voluntary: it slept; involuntary: the scheduler took its core while it could
-run). At the end, the medians, and the paired difference between the active
-loop and the lone process: the share of the request path that Raft adds on the
-loop (submission, batching, the callback back to the loop).
+minute apart. Per slice:
+
+- the lone node's process and the active node's loop thread, its other threads
+  (the Raft engine) and its process, in µs of CPU per write;
+- the context switches of each serving loop thread per write (voluntary: it
+  slept; involuntary: the scheduler took its core while it could run);
+- the share of the slice each serving process's loop thread and its other
+  threads spent on a core, and runnable but waiting for one (``schedstat``).
+
+At the end, the medians, and the paired differences between the active node
+and the lone one: what Raft adds on the loop (submission, batching, the result
+handed back) and on the whole process.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 from bench.coffer_targets import CofferCluster, CofferSingle
 from bench.loadgen import Op, run_load
 from bench.loop_ab import CONCURRENCY, _prepare, _serving_pid
-from bench.process_stats import context_switches, cpu_seconds, thread_cpu_seconds
+from bench.process_stats import context_switches, cpu_seconds, run_delays, thread_cpu_seconds
 from bench.targets import Target
 
 __all__ = ["main"]
@@ -36,11 +41,18 @@ __all__ = ["main"]
 def _slice(target: Target, op: Op, seconds: float) -> dict[str, float]:
     pid = _serving_pid(target)
     threads, process, switches = thread_cpu_seconds(pid), cpu_seconds(pid), context_switches(pid)
+    delays = run_delays(pid)
     result = asyncio.run(run_load(op, concurrency=CONCURRENCY, seconds=seconds, warmup=0.0))
     threads_after, process_after = thread_cpu_seconds(pid), cpu_seconds(pid)
-    switches_after = context_switches(pid)
+    switches_after, delays_after = context_switches(pid), run_delays(pid)
     per = 1.0 / max(result.ops, 1)
+    share = 100.0 / seconds
     return {
+        # Shares of the slice's wall time: on a core, and runnable but waiting for one.
+        "loop_running_pct": share * (delays_after[0][0] - delays[0][0]),
+        "loop_waiting_pct": share * (delays_after[0][1] - delays[0][1]),
+        "others_running_pct": share * (delays_after[1][0] - delays[1][0]),
+        "others_waiting_pct": share * (delays_after[1][1] - delays[1][1]),
         "loop_us": 1e6 * per * (threads_after[0] - threads[0]),
         "other_threads_us": 1e6 * per * (threads_after[1] - threads[1]),
         "process_us": 1e6 * per * (process_after - process),
@@ -56,7 +68,16 @@ def _median(rows: list[dict[str, float]], key: str) -> float:
 
 def _report(rows: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
     one, three = rows["one"], rows["three"]
-    keys = ("process_us", "loop_us", "other_threads_us", "writes_per_s")
+    keys = (
+        "process_us",
+        "loop_us",
+        "other_threads_us",
+        "writes_per_s",
+        "loop_running_pct",
+        "loop_waiting_pct",
+        "others_running_pct",
+        "others_waiting_pct",
+    )
     summary: dict[str, Any] = {
         name: {key: round(_median(found, key)) for key in keys}
         | {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from bench.process_stats import context_switches, cpu_seconds, system_cpu_seconds
+from bench.process_stats import context_switches, cpu_seconds, run_delays, system_cpu_seconds
 
 
 def _spend_in_kernel(calls: int) -> None:
@@ -43,3 +43,16 @@ def test_a_thread_that_sleeps_counts_voluntary_switches() -> None:
     assert after[0] >= voluntary + 20
     assert after[1] >= involuntary
     assert context_switches(2**22 + 1) == (0, 0)
+
+
+def test_run_delays_count_this_threads_time_on_a_cpu() -> None:
+    pid = os.getpid()
+    (running, waiting), _ = run_delays(pid)
+    end = time.process_time() + 0.05
+    while time.process_time() < end:
+        pass
+    (running_after, waiting_after), _ = run_delays(pid)
+
+    assert running_after - running >= 0.04
+    assert waiting_after >= waiting
+    assert run_delays(2**22 + 1) == ((0.0, 0.0), (0.0, 0.0))

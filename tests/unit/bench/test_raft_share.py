@@ -13,6 +13,10 @@ def _row(process: float, loop: float, involuntary: float = 0.0) -> dict[str, flo
         "writes_per_s": 1e6 / process,
         "voluntary_per_write": 0.0,
         "involuntary_per_write": involuntary,
+        "loop_running_pct": 70.0,
+        "loop_waiting_pct": 10.0,
+        "others_running_pct": 0.0,
+        "others_waiting_pct": 0.0,
     }
 
 
