@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 __all__ = [
@@ -25,7 +26,8 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _status_field(pid: int, name: str) -> int:
-    """A ``kB`` field of ``/proc/PID/status`` (0 when the process is gone)."""
+    """A number of ``/proc/PID/status`` (kB for sizes; the main thread's own for
+    context switches), 0 when the process is gone."""
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
@@ -57,64 +59,60 @@ def system_cpu_seconds(pid: int) -> float:
     return _user_system_ticks(pid)[1] / _TICKS
 
 
+def _main_and_others(
+    pid: int, read: Callable[[int], tuple[float, float]]
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """``read(tid)`` for a process's main thread, and summed over its other threads
+    (a thread that ends between the listing and the read is skipped)."""
+    main = others = (0.0, 0.0)
+    try:
+        tids = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return main, others
+    for tid in tids:
+        try:
+            found = read(tid)
+        except (OSError, ValueError):
+            continue
+        if tid == pid:
+            main = found
+        else:
+            others = (others[0] + found[0], others[1] + found[1])
+    return main, others
+
+
+def _thread_ticks(pid: int, tid: int) -> tuple[float, float]:
+    raw = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return int(fields[11]) / _TICKS, int(fields[12]) / _TICKS
+
+
 def thread_cpu_seconds(pid: int) -> tuple[float, float]:
     """CPU time of a process's main thread (a server's event loop) and of all its
     other threads together (the Raft thread, executors): what a second process for
     the Raft replica could take off the loop's core."""
-    main = other = 0.0
-    try:
-        tids = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return 0.0, 0.0
-    for tid in tids:
-        try:
-            raw = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        except OSError:
-            continue  # the thread ended between the listing and the read
-        fields = raw[raw.rindex(")") + 2 :].split()
-        spent = (int(fields[11]) + int(fields[12])) / _TICKS
-        if tid == pid:
-            main = spent
-        else:
-            other += spent
-    return main, other
+    main, others = _main_and_others(pid, partial(_thread_ticks, pid))
+    return sum(main), sum(others)
 
 
 def context_switches(pid: int) -> tuple[int, int]:
     """(voluntary, involuntary) context switches of a process's main thread so far:
     how often its event loop slept, and how often the scheduler took its core
     away while it could run (0, 0 when the process is gone)."""
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/status").read_text()
-    except OSError:
-        return 0, 0
-    counts = dict(line.split(":", 1) for line in text.splitlines() if "ctxt_switches" in line)
-    voluntary = counts.get("voluntary_ctxt_switches", "0")
-    return int(voluntary), int(counts.get("nonvoluntary_ctxt_switches", "0"))
+    voluntary = _status_field(pid, "voluntary_ctxt_switches")
+    return voluntary, _status_field(pid, "nonvoluntary_ctxt_switches")
+
+
+def _thread_schedstat(pid: int, tid: int) -> tuple[float, float]:
+    running, waiting = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[:2]
+    return int(running) / 1e9, int(waiting) / 1e9
 
 
 def run_delays(pid: int) -> tuple[tuple[float, float], tuple[float, float]]:
     """Seconds on a CPU and seconds runnable but waiting for one (``schedstat``), of
     a process's main thread and of its other threads together: a thread that
     waits for a core delays what it would have done, without costing CPU."""
-    main = (0.0, 0.0)
-    other = [0.0, 0.0]
-    try:
-        tids = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return main, (0.0, 0.0)
-    for tid in tids:
-        try:
-            running, waiting = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[:2]
-        except (OSError, ValueError):
-            continue  # the thread ended between the listing and the read
-        spent = (int(running) / 1e9, int(waiting) / 1e9)
-        if tid == pid:
-            main = spent
-        else:
-            other[0] += spent[0]
-            other[1] += spent[1]
-    return main, (other[0], other[1])
+    return _main_and_others(pid, partial(_thread_schedstat, pid))
 
 
 def rss_kib(pid: int) -> int:

@@ -30,33 +30,30 @@ import sys
 from typing import Any
 
 from bench.coffer_targets import CofferCluster, CofferSingle
-from bench.loadgen import Op, run_load
+from bench.loadgen import Op
 from bench.loop_ab import CONCURRENCY, _prepare, _serving_pid
-from bench.process_stats import context_switches, cpu_seconds, run_delays, thread_cpu_seconds
+from bench.loop_ab import _slice as ab_slice
+from bench.process_stats import context_switches, run_delays
 from bench.targets import Target
 
 __all__ = ["main"]
 
 
 def _slice(target: Target, op: Op, seconds: float) -> dict[str, float]:
+    """``bench.loop_ab``'s slice (CPU per write by thread), with the serving
+    process's context switches and scheduling delays around the same load."""
     pid = _serving_pid(target)
-    threads, process, switches = thread_cpu_seconds(pid), cpu_seconds(pid), context_switches(pid)
-    delays = run_delays(pid)
-    result = asyncio.run(run_load(op, concurrency=CONCURRENCY, seconds=seconds, warmup=0.0))
-    threads_after, process_after = thread_cpu_seconds(pid), cpu_seconds(pid)
+    switches, delays = context_switches(pid), run_delays(pid)
+    record = ab_slice(target, op, seconds, CONCURRENCY)
     switches_after, delays_after = context_switches(pid), run_delays(pid)
-    per = 1.0 / max(result.ops, 1)
+    per = 1.0 / max(record["writes_per_s"] * seconds, 1.0)
     share = 100.0 / seconds
-    return {
+    return record | {
         # Shares of the slice's wall time: on a core, and runnable but waiting for one.
         "loop_running_pct": share * (delays_after[0][0] - delays[0][0]),
         "loop_waiting_pct": share * (delays_after[0][1] - delays[0][1]),
         "others_running_pct": share * (delays_after[1][0] - delays[1][0]),
         "others_waiting_pct": share * (delays_after[1][1] - delays[1][1]),
-        "loop_us": 1e6 * per * (threads_after[0] - threads[0]),
-        "other_threads_us": 1e6 * per * (threads_after[1] - threads[1]),
-        "process_us": 1e6 * per * (process_after - process),
-        "writes_per_s": result.throughput,
         "voluntary_per_write": per * (switches_after[0] - switches[0]),
         "involuntary_per_write": per * (switches_after[1] - switches[1]),
     }
