@@ -137,6 +137,7 @@ class SnapshotStore:
             self._loaded = None
             return None
         self._loaded, self.dump_id = found
+        self._incoming.drop_if_covered(self.dump_id[0].index)
         return self._loaded[1]
 
     # -- pysyncobj's Serializer interface ----------------------------------------
@@ -256,9 +257,13 @@ class SnapshotStore:
         decision depends only on the dump and the entries applied since, which
         are the same on every node that holds the same dump: those nodes
         compact at the same index and write byte-identical dumps, so a
-        follower's partial snapshot is still good on a new leader.
+        follower's partial snapshot is still good on a new leader. A partial
+        snapshot at or below ``index`` is useless from here on and is dropped.
         """
         self._applied_bytes += size
+        incoming = self._incoming
+        if incoming.snapshot is not None:  # one attribute test per entry otherwise
+            incoming.drop_if_covered(index)
         if self._writer is not None:
             return False  # this node skips the point (and may then compact apart)
         dump_bytes = self.dump_id[1] if self.dump_id is not None else 0

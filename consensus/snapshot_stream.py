@@ -329,3 +329,17 @@ class IncomingSnapshot:
     def installed(self) -> None:
         """The complete file was moved into place (or refused): forget it."""
         self.discard()
+
+    def drop_if_covered(self, index: int) -> None:
+        """This node holds its state at ``index`` (applied there, or its dump is):
+        a partial snapshot at or below it could only be refused once complete,
+        so it goes. A leader abandons a transfer when the follower catches up by
+        its log instead; the partial would otherwise stay until the next
+        snapshot replaced it."""
+        if self.snapshot is not None and self.snapshot.index <= index:
+            log.info(
+                "dropping a partial snapshot at %d: this node is at %d",
+                self.snapshot.index,
+                index,
+            )
+            self.discard()

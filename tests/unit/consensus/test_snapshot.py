@@ -226,6 +226,38 @@ def test_a_snapshot_streams_to_a_follower_and_loads(tmp_path: Path) -> None:
     journal._destroy()
 
 
+def _hold_first_chunk(leader: SnapshotStore, follower: SnapshotStore) -> None:
+    result = follower.setTransmissionData(leader.getTransmissionData("peer"))
+    assert isinstance(result, ChunkAck) and result.ok, "a partial snapshot held"
+
+
+@pytest.mark.parametrize(("applied", "kept"), [(1398, True), (1399, False), (1500, False)])
+def test_a_partial_snapshot_goes_once_the_follower_has_applied_past_it(
+    tmp_path: Path, applied: int, kept: bool
+) -> None:
+    """A transfer the leader abandoned (the follower caught up by its log) leaves
+    a partial at the snapshot's index (1399): once this node applied an entry at
+    or past it, or restarts from a dump there, the partial goes."""
+    leader = leader_with_dump(tmp_path / "leader")
+    follower, journal = make_store(tmp_path / "follower", KVState())
+    _hold_first_chunk(leader, follower)
+    partial = list((tmp_path / "follower").glob("dump.jsonl.incoming*"))
+    assert len(partial) == 2
+
+    follower.compactionPoint(applied, 10, False)  # the engine applied entry ``applied``
+
+    assert all(path.exists() for path in partial) is kept
+    follower.close()
+    if kept:  # a restart from a dump at the partial's index drops it as well
+        os.replace(tmp_path / "leader" / "dump.jsonl", tmp_path / "follower" / "dump.jsonl")
+        restarted = SnapshotStore(tmp_path / "follower" / "dump.jsonl", KVState(), journal, 4096)
+        assert all(path.exists() for path in partial), "held until the dump is read"
+        restarted.preload()
+        assert not any(path.exists() for path in partial)
+    leader.close()
+    journal._destroy()
+
+
 def test_a_follower_refuses_a_snapshot_it_already_holds_or_has_passed(tmp_path: Path) -> None:
     leader = leader_with_dump(tmp_path / "leader")
     state = KVState()
