@@ -123,14 +123,24 @@ class CofferRequestHandler(web.RequestHandler):
     """One client connection (see the module docstring)."""
 
     def __init__(
-        self, manager: web.Server, *, gate: ConnectionGate, limits: ListenerLimits, **kwargs: Any
+        self,
+        manager: web.Server,
+        *,
+        loop: asyncio.AbstractEventLoop,
+        gate: ConnectionGate,
+        limits: ListenerLimits,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
             manager,
+            loop=loop,
             keepalive_timeout=limits.idle_timeout or _NO_IDLE_LIMIT,
             lingering_time=LINGER,
             **kwargs,
         )
+        # Kept, not asked for: on CPython 3.11 ``asyncio.get_running_loop()`` makes a
+        # getpid() system call (its fork check), and the head timer is armed per request.
+        self._event_loop = loop
         self._gate = gate
         self._limits = limits
         self._head_timer: asyncio.TimerHandle | None = None
@@ -197,7 +207,7 @@ class CofferRequestHandler(web.RequestHandler):
         timeout = self._limits.read_header_timeout
         if timeout <= 0:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._event_loop
         self._head_deadline = deadline = loop.time() + timeout
         if self._head_timer is None:
             self._head_timer = loop.call_at(deadline, self._head_late)
@@ -210,7 +220,7 @@ class CofferRequestHandler(web.RequestHandler):
         deadline = self._head_deadline
         if deadline is None or self._in_request:
             return
-        loop = asyncio.get_running_loop()
+        loop = self._event_loop
         if loop.time() < deadline:
             self._head_timer = loop.call_at(deadline, self._head_late)
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -183,6 +184,28 @@ async def test_a_kept_alive_connections_next_header_section_is_cut_off(short: Ed
         reply = await read_reply(reader)
         assert reply.status == 408
         assert reply.json["errors"] == ["timed out reading the request header"]
+
+
+async def test_requests_on_a_kept_alive_connection_do_not_ask_asyncio_for_the_loop(
+    edge: Edge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header timer is re-armed for every request on the connection's own loop:
+    on CPython 3.11 ``asyncio.get_running_loop()`` makes a ``getpid()`` system call
+    (its fork check), a measured share of a KV read (docs/performance.md)."""
+    asked_from: list[str] = []
+    real = asyncio.get_running_loop
+
+    def counted() -> asyncio.AbstractEventLoop:
+        asked_from.append(sys._getframe(1).f_code.co_filename)
+        return real()
+
+    monkeypatch.setattr(asyncio, "get_running_loop", counted)
+    async with connection(edge.port) as (reader, writer):
+        for _ in range(3):
+            await send(writer, request("GET", "/v1/sys/health"))
+            assert (await read_reply(reader)).status == 200
+    assert asked_from, "the patch is in force (the test client asks too)"
+    assert [f for f in asked_from if f.endswith("api/listener.py")] == []
 
 
 async def test_a_body_that_does_not_decode_is_a_json_400(edge: Edge) -> None:
