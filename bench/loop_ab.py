@@ -26,7 +26,8 @@ import json
 import statistics
 import sys
 import time
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 from bench.coffer_targets import CofferCluster, CofferSingle, ServeFlags
 from bench.loadgen import HTTPStatusError, Op, run_load
@@ -34,18 +35,20 @@ from bench.process_stats import cpu_seconds, thread_cpu_seconds
 from bench.targets import Target
 from bench.workloads import workload
 
-__all__ = ["main"]
+__all__ = ["abba", "main", "measure_slice", "paired_median", "prepare", "serving_pid"]
+
+T = TypeVar("T")
 
 CONCURRENCY = 32
 
 
-def _serving_pid(target: Target) -> int:
+def serving_pid(target: Target) -> int:
     if isinstance(target, CofferCluster) and target.active.proc is not None:
         return target.active.proc.pid
     return target.pids()[0]
 
 
-def _prepare(target: Target, kind: str = "kv2-write") -> Op:
+def prepare(target: Target, kind: str = "kv2-write") -> Op:
     view = "active" if isinstance(target, CofferCluster) else "node"
     endpoints = target.endpoints(view)
     load = workload("coffer", kind)
@@ -80,8 +83,10 @@ def _follower_cpu(pids: list[int]) -> tuple[float, float, float]:
     return process, loop, other
 
 
-def _slice(target: Target, op: Op, seconds: float, concurrency: int) -> dict[str, float]:
-    pid = _serving_pid(target)
+def measure_slice(target: Target, op: Op, seconds: float, concurrency: int) -> dict[str, float]:
+    """One slice of load on ``target``: CPU per operation of the serving process by
+    thread (and of the followers' on average), rate, p50 and errors."""
+    pid = serving_pid(target)
     followers = _followers(target, pid)
     threads, process = thread_cpu_seconds(pid), cpu_seconds(pid)
     before = _follower_cpu(followers)
@@ -103,6 +108,23 @@ def _slice(target: Target, op: Op, seconds: float, concurrency: int) -> dict[str
         record["follower_loop_us"] = per * (after[1] - before[1])
         record["follower_other_us"] = per * (after[2] - before[2])
     return record
+
+
+def abba(names: Sequence[T], slices: int) -> Iterator[tuple[int, T]]:
+    """``(slice, name)`` for ``slices`` rounds over ``names``, every other round in
+    reverse (A B, B A, A B, ...), so a drift in the machine falls on each alike."""
+    for index in range(slices):
+        for name in names if index % 2 == 0 else names[::-1]:
+            yield index, name
+
+
+def paired_median(
+    before: list[dict[str, float]], before_key: str, after: list[dict[str, float]], after_key: str
+) -> float:
+    """The median of ``after[i][after_key] - before[i][before_key]``: slice by slice,
+    not a difference of medians (the slices side by side met the same machine)."""
+    pairs = zip(before, after, strict=True)
+    return statistics.median(b[after_key] - a[before_key] for a, b in pairs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,14 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for target in targets:
             target.__enter__()
-        ops = [_prepare(t, args.workload) for t in targets]
-        for index in range(args.slices):
-            order = (0, 1) if index % 2 == 0 else (1, 0)
-            for which in order:
-                record = _slice(targets[which], ops[which], args.seconds, args.concurrency)
-                rows[args.revisions[which]].append(record)
-                shown: dict[str, Any] = {k: round(v) for k, v in record.items()}
-                print(json.dumps({"slice": index, "revision": args.revisions[which], **shown}))
+        ops = [prepare(t, args.workload) for t in targets]
+        for index, which in abba((0, 1), args.slices):
+            record = measure_slice(targets[which], ops[which], args.seconds, args.concurrency)
+            rows[args.revisions[which]].append(record)
+            shown: dict[str, Any] = {k: round(v) for k, v in record.items()}
+            print(json.dumps({"slice": index, "revision": args.revisions[which], **shown}))
     finally:
         for target in targets:
             target.__exit__(None, None, None)
@@ -155,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  {rate:6.0f}/s  p50 {p50:5.0f} µs"
         )
     before, after = (rows[r] for r in args.revisions)
-    paired = [b["loop_us"] - a["loop_us"] for a, b in zip(before, after, strict=True)]
-    print(f"  paired loop difference (after - before): median {statistics.median(paired):.0f} µs")
+    paired = paired_median(before, "loop_us", after, "loop_us")
+    print(f"  paired loop difference (after - before): median {paired:.0f} µs")
     pairs = list(zip(before, after, strict=True))
     ratios = [b["writes_per_s"] / max(a["writes_per_s"], 1) for a, b in pairs]
     p50s = [b["p50_us"] / max(a["p50_us"], 1) for a, b in pairs]
@@ -180,10 +200,8 @@ def _print_followers(
         loop = statistics.median(r["follower_loop_us"] for r in records)
         other = statistics.median(r["follower_other_us"] for r in records)
         print(f"  {revision:>10} {process:6.0f} / {loop:5.0f} / {other:5.0f}")
-    paired = [b["follower_us"] - a["follower_us"] for a, b in zip(before, after, strict=True)]
-    print(
-        f"  paired follower difference (after - before): median {statistics.median(paired):.0f} µs"
-    )
+    paired = paired_median(before, "follower_us", after, "follower_us")
+    print(f"  paired follower difference (after - before): median {paired:.0f} µs")
 
 
 if __name__ == "__main__":

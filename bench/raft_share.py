@@ -31,8 +31,7 @@ from typing import Any
 
 from bench.coffer_targets import CofferCluster, CofferSingle
 from bench.loadgen import Op
-from bench.loop_ab import CONCURRENCY, _prepare, _serving_pid
-from bench.loop_ab import _slice as ab_slice
+from bench.loop_ab import CONCURRENCY, abba, measure_slice, paired_median, prepare, serving_pid
 from bench.process_stats import context_switches, run_delays
 from bench.targets import Target
 
@@ -42,9 +41,9 @@ __all__ = ["main"]
 def _slice(target: Target, op: Op, seconds: float) -> dict[str, float]:
     """``bench.loop_ab``'s slice (CPU per write by thread), with the serving
     process's context switches and scheduling delays around the same load."""
-    pid = _serving_pid(target)
+    pid = serving_pid(target)
     switches, delays = context_switches(pid), run_delays(pid)
-    record = ab_slice(target, op, seconds, CONCURRENCY)
+    record = measure_slice(target, op, seconds, CONCURRENCY)
     switches_after, delays_after = context_switches(pid), run_delays(pid)
     per = 1.0 / max(record["writes_per_s"] * seconds, 1.0)
     share = 100.0 / seconds
@@ -84,14 +83,8 @@ def _report(rows: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
         for name, found in rows.items()
     }
     # Slice i of one node ran next to slice i of three (ABBA): pair them.
-    summary["raft_on_the_loop_us"] = round(
-        statistics.median(b["loop_us"] - a["process_us"] for a, b in zip(one, three, strict=True))
-    )
-    summary["raft_on_the_process_us"] = round(
-        statistics.median(
-            b["process_us"] - a["process_us"] for a, b in zip(one, three, strict=True)
-        )
-    )
+    summary["raft_on_the_loop_us"] = round(paired_median(one, "process_us", three, "loop_us"))
+    summary["raft_on_the_process_us"] = round(paired_median(one, "process_us", three, "process_us"))
     return summary
 
 
@@ -106,13 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, list[dict[str, float]]] = {"one": [], "three": []}
     with CofferSingle("inmem") as one, CofferCluster(3) as three:
         targets: dict[str, Target] = {"one": one, "three": three}
-        ops = {name: _prepare(target) for name, target in targets.items()}
-        for index in range(args.slices):
-            order = ("one", "three") if index % 2 == 0 else ("three", "one")
-            for name in order:
-                record = _slice(targets[name], ops[name], args.seconds)
-                rows[name].append(record)
-                print(json.dumps({"slice": index, "nodes": name} | record), flush=True)
+        ops = {name: prepare(target) for name, target in targets.items()}
+        for index, name in abba(("one", "three"), args.slices):
+            record = _slice(targets[name], ops[name], args.seconds)
+            rows[name].append(record)
+            print(json.dumps({"slice": index, "nodes": name} | record), flush=True)
     print(json.dumps(_report(rows), indent=1))
     return 0
 

@@ -51,8 +51,9 @@ def stale_reason(
     while it does); ``leader_commit`` the highest commit index it has learned
     (a lower bound of the leader's); ``applied`` the raw Raft index it applied.
     """
-    if leader_lost_for > bounds.max_leader_loss:
-        return f"{LEADER_LOST} for {leader_lost_for:.1f}s"
+    lost = _leader_lost(bounds, leader_lost_for)
+    if lost:
+        return lost
     lag = leader_commit - applied
     if lag > bounds.max_lag:
         return f"{lag} entries behind the active node"
@@ -64,8 +65,10 @@ def stale_now(bounds: StalenessBounds, *, ticked: str, leader_lost_for: float) -
     to this moment. The watcher ticks on the event loop; a process just resumed
     from a freeze (SIGSTOP) or starved answers before it ticks, and its last
     contact is long past then. Reads and ``sys/health`` both decide by this."""
-    if ticked:
-        return ticked
+    return ticked or _leader_lost(bounds, leader_lost_for)
+
+
+def _leader_lost(bounds: StalenessBounds, leader_lost_for: float) -> str:
     if leader_lost_for > bounds.max_leader_loss:
         return f"{LEADER_LOST} for {leader_lost_for:.1f}s"
     return ""
