@@ -103,6 +103,7 @@ class RaftBackend:
         self._closed = False
         self.membership = Membership(node, self._bridge, self._run_command)
         node.on_progress = self._on_progress
+        node.on_handoff = self._bridge.flush
         node.add_listener(lambda changes: self._bridge.post(lambda: self._dispatch(changes)))
 
     @classmethod

@@ -4,6 +4,11 @@ pysyncobj fires callbacks on its own thread. Nothing there may touch the
 loop except through ``loop.call_soon_threadsafe``; this bridge batches: the
 Raft thread appends work to a list and schedules one drain per batch, so a
 burst of thousands of commits costs a handful of loop wake-ups.
+
+The thread that calls :meth:`LoopBridge.flush` (the Raft thread, before it
+blocks and after each tick) wakes the loop only there: a tick's change reports,
+commit callbacks and applied index reach the loop in one drain, and the loop
+does not take the GIL while that thread still sends the tick's messages.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ class LoopBridge:
         self._pending: list[Callable[[], None]] = []
         self._scheduled = False
         self._closed = False
+        #: The thread whose posts wait for its next :meth:`flush`.
+        self._flusher: int | None = None
 
     def post(self, work: Callable[[], None]) -> None:
         """Run ``work`` on the loop soon (callable from any thread)."""
@@ -50,9 +57,24 @@ class LoopBridge:
             if self._closed:
                 return
             self._pending.append(work)
-            if self._scheduled:
+            if self._scheduled or threading.get_ident() == self._flusher:
                 return
             self._scheduled = True
+        self._wake_loop()
+
+    def flush(self) -> None:
+        """Wake the loop for what this thread posted since its last flush.
+
+        From the first call on, this thread's posts wait for its next flush.
+        """
+        self._flusher = threading.get_ident()
+        with self._lock:
+            if self._closed or self._scheduled or not self._pending:
+                return
+            self._scheduled = True
+        self._wake_loop()
+
+    def _wake_loop(self) -> None:
         try:
             self._loop.call_soon_threadsafe(self._drain)
         except RuntimeError:  # the loop is closed; nobody is waiting any more

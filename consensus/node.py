@@ -96,6 +96,9 @@ class RaftNode:
         self.config = config
         self.failure: str | None = None
         self.on_progress: Callable[[int], None] | None = None
+        #: Called on the Raft thread where what it produced should reach the
+        #: loop: before it blocks in the poll, after each tick, and on stopping.
+        self.on_handoff: Callable[[], None] | None = None
         self._strict = config.durability is Durability.STRICT
         self._stop = threading.Event()
         self._raw_status: dict[str, Any] = {}
@@ -198,6 +201,7 @@ class RaftNode:
             log.critical(self.failure, exc_info=True)
         finally:
             self._shutdown()
+            self._hand_off()  # whatever stopping the engine answered
 
     def _shutdown(self) -> None:
         try:
@@ -225,12 +229,31 @@ class RaftNode:
             except queue.Empty:
                 break
             call()
+        self._report_progress()
+        self._hand_off()  # the loop runs while we sync and wait
         if self._strict:
             self._journal.sync()  # the leader's own fsync overlaps the followers'
             self._transport.flush_acks()
         self._journal.reserve()  # after the acknowledgements: off a write's path
         if self._single_leader_has_uncommitted():
             self._wake()  # nobody will send us an ack; commit on the next tick at once
+
+    def _report_progress(self) -> None:
+        """Tell ``on_progress`` of a new applied index, once per index.
+
+        Asked before the poll, so a tick's applied entries reach the loop with
+        their commit callbacks; asked after the tick, for entries applied while
+        the poll handled messages.
+        """
+        applied = self.applied_index()
+        if applied != self._last_applied:
+            self._last_applied = applied
+            if self.on_progress is not None:
+                self.on_progress(applied)
+
+    def _hand_off(self) -> None:
+        if self.on_handoff is not None:
+            self.on_handoff()
 
     def _single_leader_has_uncommitted(self) -> bool:
         obj = self._obj
@@ -262,11 +285,8 @@ class RaftNode:
         # Our clock is read before the engine's, so the expiry errs early, never late.
         before = time.monotonic()
         self._lease_until = before + float(self._obj.leaseRemaining(self.config.lease_duration))
-        applied = self.applied_index()
-        if applied != self._last_applied:
-            self._last_applied = applied
-            if self.on_progress is not None:
-                self.on_progress(applied)
+        self._report_progress()
+        self._hand_off()
         if self._store.failed:
             raise StorageError(self._store.failed)
 

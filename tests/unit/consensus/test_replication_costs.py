@@ -83,6 +83,30 @@ async def test_one_append_per_follower_and_write_carries_the_commit_index_along(
             assert await node.get(f"k{writes - 1}") is not None
 
 
+async def test_a_write_wakes_the_leaders_loop_once(tmp_path: Path) -> None:
+    """The commit callback, the changes and the applied index share one drain."""
+    async with three_nodes(tmp_path) as nodes:
+        leader = next(node for node in nodes if node.is_leader())
+        await leader.put("warm", b"up")
+        bridge = leader._bridge
+        drains = 0
+        real_drain = bridge._drain
+
+        def drain() -> None:
+            nonlocal drains
+            drains += 1
+            real_drain()
+
+        bridge._drain = drain  # type: ignore[method-assign]
+        writes = 60
+        for n in range(writes):
+            await leader.put(f"k{n}", b"v")
+        await asyncio.sleep(0.1)  # anything still posted for the last write
+
+        # The applied index used to follow after the next poll: two drains a write.
+        assert drains <= 1.3 * writes, drains
+
+
 async def test_tls_peers_send_no_fernet_tokens(tmp_path: Path) -> None:
     async with three_nodes(tmp_path) as nodes:
         await nodes[0].put("k", b"v")
