@@ -48,8 +48,9 @@ class LoopBridge:
         self._pending: list[Callable[[], None]] = []
         self._scheduled = False
         self._closed = False
-        #: The thread whose posts wait for its next :meth:`flush`.
-        self._flusher: int | None = None
+        #: The thread whose posts wait for its next :meth:`flush` (the object, not
+        #: its ident: a finished thread's ident is given to the next one).
+        self._flusher: threading.Thread | None = None
 
     def post(self, work: Callable[[], None]) -> None:
         """Run ``work`` on the loop soon (callable from any thread)."""
@@ -57,7 +58,7 @@ class LoopBridge:
             if self._closed:
                 return
             self._pending.append(work)
-            if self._scheduled or threading.get_ident() == self._flusher:
+            if self._scheduled or threading.current_thread() is self._flusher:
                 return
             self._scheduled = True
         self._wake_loop()
@@ -67,7 +68,7 @@ class LoopBridge:
 
         From the first call on, this thread's posts wait for its next flush.
         """
-        self._flusher = threading.get_ident()
+        self._flusher = threading.current_thread()
         with self._lock:
             if self._closed or self._scheduled or not self._pending:
                 return
