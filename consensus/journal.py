@@ -123,6 +123,12 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         #: Relaxed durability: fsync runs on a timer, so a leader counts what it
         #: has written as its own acknowledgement, not only what is synced.
         self.count_unsynced = False
+        #: Strict durability: records reach the file in :meth:`sync`, just before
+        #: its ``fdatasync``, not in :meth:`add`, so a leader's AppendEntries
+        #: leave before its own write (nothing is acknowledged before the sync).
+        self.write_at_sync = False
+        self._unwritten: list[bytes] = []
+        self._unwritten_from = 0  # file offset of the first unwritten record
         #: Each ``sync``'s ``fdatasync`` (read by ``sys/metrics``).
         self.fsync_timings = Timings()
 
@@ -195,8 +201,13 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
     def add(self, command: bytes | str, idx: int, term: int) -> None:
         raw = command if isinstance(command, bytes) else command.encode("utf-8")
         record = _record(raw, idx, term)
-        with self._io():
-            write_all(self._fd, record, self._end)
+        if self.write_at_sync:
+            if not self._unwritten:
+                self._unwritten_from = self._end
+            self._unwritten.append(record)
+        else:
+            with self._io():
+                write_all(self._fd, record, self._end)
         self._entries.append((raw, idx, term))
         self._offsets.append(self._end)
         self._end += len(record)
@@ -211,6 +222,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
 
     def deleteEntriesTo(self, entryTo: int) -> None:
         """Drop entries before position ``entryTo`` by writing a new file."""
+        self._unwritten.clear()  # the new file is written from the entries in memory
         keep = self._entries[entryTo:]
         tmp = self._path.with_name(self._path.name + ".compact")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -283,6 +295,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         """fdatasync everything written since the last call; True if it did."""
         if not self._dirty:
             return False
+        self._write_unwritten()
         started = time.perf_counter()
         with self._io():
             os.fdatasync(self._fd)
@@ -290,6 +303,14 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         self._dirty = False
         self.synced_index = self._entries[-1][1] if self._entries else 0
         return True
+
+    def _write_unwritten(self) -> None:
+        if not self._unwritten:
+            return
+        records = b"".join(self._unwritten)
+        self._unwritten.clear()
+        with self._io():
+            write_all(self._fd, records, self._unwritten_from)
 
     def reserve(self) -> bool:
         """Write zeros ahead of the log once little of them is left, and sync them;
@@ -352,6 +373,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
     def _truncate_at(self, position: int) -> None:
         if position >= len(self._entries):
             return
+        self._write_unwritten()
         with self._io():
             os.ftruncate(self._fd, self._offsets[position])
         self._end = self._allocated = self._offsets[position]

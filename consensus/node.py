@@ -116,6 +116,7 @@ class RaftNode:
             _check_bindable(config.cluster_addr)
             self._journal = journal = DurableJournal(root / "journal")
             journal.count_unsynced = not self._strict
+            journal.write_at_sync = self._strict
             self._state = KVState()
             self._store = SnapshotStore(
                 root / "dump.jsonl",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from consensus.journal import RESERVE_BYTES, RESERVE_LOW, DurableJournal
@@ -374,3 +374,73 @@ def test_a_reopen_keeps_exactly_the_records_before_the_first_damaged_byte(
     again.add(b"next", kept + 1, 1)
     again._destroy()
     assert [entry[1] for entry in stored(path)] == [*range(1, kept + 1), kept + 1]
+
+
+def test_written_at_sync_records_reach_the_file_in_the_sync(path: Path) -> None:
+    journal = DurableJournal(path)
+    journal.write_at_sync = True
+    size = path.stat().st_size
+    journal.add(b"one", 1, 1)
+    journal.add(b"two", 2, 1)
+
+    assert path.stat().st_size == size  # nothing written yet
+    assert journal[:] == [(b"one", 1, 1), (b"two", 2, 1)]  # the engine reads memory
+    assert journal.durableIndex() == 0
+    assert journal.sync()
+    assert journal.durableIndex() == 2
+    assert stored(path) == [(b"one", 1, 1), (b"two", 2, 1)]
+    journal._destroy()
+
+
+_ADD = st.tuples(st.just("add"), st.binary(max_size=200))
+_OPERATIONS = st.lists(
+    st.one_of(
+        _ADD,
+        _ADD,
+        _ADD,
+        st.tuples(st.just("sync"), st.none()),
+        st.tuples(st.just("reserve"), st.none()),
+        st.tuples(st.just("delete_from"), st.integers(min_value=0, max_value=12)),
+        st.tuples(st.just("delete_to"), st.integers(min_value=0, max_value=12)),
+    ),
+    max_size=30,
+)
+
+
+@pytest.mark.parametrize("write_at_sync", [True, False], ids=["at-sync", "at-add"])
+@settings(max_examples=100, deadline=None)
+@given(operations=_OPERATIONS)
+@example(operations=[("add", b"a"), ("add", b"b"), ("delete_from", 1), ("add", b"c")])
+@example(operations=[("add", b"a"), ("sync", None), ("add", b"b"), ("delete_to", 1)])
+def test_after_a_sync_the_file_holds_exactly_the_entries_in_memory(
+    tmp_path_factory: pytest.TempPathFactory,
+    operations: list[tuple[str, object]],
+    write_at_sync: bool,
+) -> None:
+    """Appends, truncations, compactions and zeros written ahead, in any order,
+    with records written at once or at the sync: a sync leaves the file equal to
+    what the engine sees."""
+    path = tmp_path_factory.mktemp("j") / "journal"
+    journal = DurableJournal(path)
+    journal.write_at_sync = write_at_sync
+    index = 0
+    for operation, argument in operations:
+        if operation == "add":
+            assert isinstance(argument, bytes)
+            index += 1
+            journal.add(argument, index, 1)
+        elif operation == "sync":
+            journal.sync()
+        elif operation == "reserve":
+            journal.reserve()
+        elif operation == "delete_from" and len(journal):
+            assert isinstance(argument, int)
+            journal.deleteEntriesFrom(min(argument, len(journal)))
+            index = journal[-1][1] if len(journal) else index
+        elif operation == "delete_to" and len(journal):
+            assert isinstance(argument, int)
+            journal.deleteEntriesTo(min(argument, len(journal)))
+    in_memory = list(journal[:])
+    journal.sync()
+    journal._destroy()
+    assert stored(path) == in_memory

@@ -107,6 +107,32 @@ async def test_a_write_wakes_the_leaders_loop_once(tmp_path: Path) -> None:
         assert drains <= 1.3 * writes, drains
 
 
+async def test_the_leader_sends_an_entry_before_writing_it(tmp_path: Path) -> None:
+    """Strict durability: the leader's own write and sync follow its AppendEntries."""
+    async with three_nodes(tmp_path) as nodes:
+        leader = next(node for node in nodes if node.is_leader())
+        await leader.put("warm", b"up")
+        events: list[str] = []
+        journal = leader._node._journal
+        transport = leader._node._transport
+        real_write, real_send = journal._write_unwritten, transport.send
+
+        def write() -> None:
+            events.append("write")
+            real_write()
+
+        def send(node: Any, message: Any) -> bool:
+            if isinstance(message, dict) and message.get("entries"):
+                events.append("send")
+            return bool(real_send(node, message))
+
+        journal._write_unwritten = write  # type: ignore[method-assign]
+        transport.send = send  # type: ignore[method-assign]
+        await leader.put("k", b"v")
+
+        assert events[:3] == ["send", "send", "write"], events
+
+
 async def test_tls_peers_send_no_fernet_tokens(tmp_path: Path) -> None:
     async with three_nodes(tmp_path) as nodes:
         await nodes[0].put("k", b"v")
