@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 
 from consensus.bridge import LoopBridge
+from tests.unit.consensus.probes import DrainCounter
 
 
 async def _on_thread(work: Callable[[], object]) -> None:
@@ -57,15 +58,7 @@ async def test_other_threads_posts_wake_the_loop_at_once() -> None:
 
 async def test_a_flush_with_nothing_posted_does_not_wake_the_loop() -> None:
     bridge = LoopBridge(asyncio.get_running_loop())
-    drains = 0
-    real_drain = bridge._drain
-
-    def drain() -> None:
-        nonlocal drains
-        drains += 1
-        real_drain()
-
-    bridge._drain = drain  # type: ignore[method-assign]
+    counter = DrainCounter(bridge)
 
     def flush_ten_times() -> None:
         for _ in range(10):
@@ -80,7 +73,7 @@ async def test_a_flush_with_nothing_posted_does_not_wake_the_loop() -> None:
 
     await _on_thread(flush_ten_times)
     await asyncio.sleep(0.05)
-    assert drains == 0
+    assert counter.drains == 0
     await _on_thread(post_between_flushes)
     await asyncio.sleep(0.05)
-    assert drains == 1
+    assert counter.drains == 1

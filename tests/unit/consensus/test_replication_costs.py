@@ -14,6 +14,7 @@ from typing import Any
 from consensus import RaftBackend, RaftConfig
 from consensus.pki import node_tls
 from harness.ports import free_port
+from tests.unit.consensus.probes import DrainCounter
 
 #: Heartbeats every 200 ms, so the delayed commit index waits 20 ms for the next
 #: write's append: far longer than one write takes in process, even on a busy host.
@@ -88,23 +89,14 @@ async def test_a_write_wakes_the_leaders_loop_once(tmp_path: Path) -> None:
     async with three_nodes(tmp_path) as nodes:
         leader = next(node for node in nodes if node.is_leader())
         await leader.put("warm", b"up")
-        bridge = leader._bridge
-        drains = 0
-        real_drain = bridge._drain
-
-        def drain() -> None:
-            nonlocal drains
-            drains += 1
-            real_drain()
-
-        bridge._drain = drain  # type: ignore[method-assign]
+        counter = DrainCounter(leader._bridge)
         writes = 60
         for n in range(writes):
             await leader.put(f"k{n}", b"v")
         await asyncio.sleep(0.1)  # anything still posted for the last write
 
         # The applied index used to follow after the next poll: two drains a write.
-        assert drains <= 1.3 * writes, drains
+        assert counter.drains <= 1.3 * writes, counter.drains
 
 
 async def test_the_leader_sends_an_entry_before_writing_it(tmp_path: Path) -> None:
