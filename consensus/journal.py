@@ -127,8 +127,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         #: its ``fdatasync``, not in :meth:`add`, so a leader's AppendEntries
         #: leave before its own write (nothing is acknowledged before the sync).
         self.write_at_sync = False
-        self._unwritten: list[bytes] = []
-        self._unwritten_from = 0  # file offset of the first unwritten record
+        self._unwritten = 0  # the last entries, not yet in the file
         #: Each ``sync``'s ``fdatasync`` (read by ``sys/metrics``).
         self.fsync_timings = Timings()
 
@@ -200,17 +199,14 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
 
     def add(self, command: bytes | str, idx: int, term: int) -> None:
         raw = command if isinstance(command, bytes) else command.encode("utf-8")
-        record = _record(raw, idx, term)
         if self.write_at_sync:
-            if not self._unwritten:
-                self._unwritten_from = self._end
-            self._unwritten.append(record)
+            self._unwritten += 1
         else:
             with self._io():
-                write_all(self._fd, record, self._end)
+                write_all(self._fd, _record(raw, idx, term), self._end)
         self._entries.append((raw, idx, term))
         self._offsets.append(self._end)
-        self._end += len(record)
+        self._end += _RECORD.size + len(raw)
         self._allocated = max(self._allocated, self._end)
         self._dirty = True
 
@@ -222,7 +218,7 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
 
     def deleteEntriesTo(self, entryTo: int) -> None:
         """Drop entries before position ``entryTo`` by writing a new file."""
-        self._unwritten.clear()  # the new file is written from the entries in memory
+        self._unwritten = 0  # the new file is written from the entries in memory
         keep = self._entries[entryTo:]
         tmp = self._path.with_name(self._path.name + ".compact")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -305,12 +301,12 @@ class DurableJournal(Journal):  # type: ignore[misc]  # pysyncobj is untyped
         return True
 
     def _write_unwritten(self) -> None:
-        if not self._unwritten:
+        count, self._unwritten = self._unwritten, 0
+        if not count:
             return
-        records = b"".join(self._unwritten)
-        self._unwritten.clear()
+        records = b"".join(_record(*entry) for entry in self._entries[-count:])
         with self._io():
-            write_all(self._fd, records, self._unwritten_from)
+            write_all(self._fd, records, self._offsets[-count])
 
     def reserve(self) -> bool:
         """Write zeros ahead of the log once little of them is left, and sync them;

@@ -230,7 +230,6 @@ class RaftNode:
             except queue.Empty:
                 break
             call()
-        self._report_progress()
         self._hand_off()  # the loop runs while we sync and wait
         if self._strict:
             self._journal.sync()  # the leader's own fsync overlaps the followers'
@@ -239,20 +238,19 @@ class RaftNode:
         if self._single_leader_has_uncommitted():
             self._wake()  # nobody will send us an ack; commit on the next tick at once
 
-    def _report_progress(self) -> None:
-        """Tell ``on_progress`` of a new applied index, once per index.
+    def _hand_off(self) -> None:
+        """Report a new applied index (once per index), then hand what this thread
+        posted to the loop in one wake-up.
 
-        Asked before the poll, so a tick's applied entries reach the loop with
-        their commit callbacks; asked after the tick, for entries applied while
-        the poll handled messages.
+        Before the poll, so a tick's applied entries reach the loop with their
+        commit callbacks; after the tick, for entries applied while the poll
+        handled messages.
         """
         applied = self.applied_index()
         if applied != self._last_applied:
             self._last_applied = applied
             if self.on_progress is not None:
                 self.on_progress(applied)
-
-    def _hand_off(self) -> None:
         if self.on_handoff is not None:
             self.on_handoff()
 
@@ -286,7 +284,6 @@ class RaftNode:
         # Our clock is read before the engine's, so the expiry errs early, never late.
         before = time.monotonic()
         self._lease_until = before + float(self._obj.leaseRemaining(self.config.lease_duration))
-        self._report_progress()
         self._hand_off()
         if self._store.failed:
             raise StorageError(self._store.failed)
