@@ -2,6 +2,9 @@
 
 Targets run one after another (only one system is up at a time), baselines first,
 so the ratios in the docs come from measurements minutes apart on the same machine.
+Issue 16's ratio goals are also measured as alternated pairs, each side right after
+the other (``goals``, in the standard suite and on its own): the goals table gives
+their median.
 """
 
 from __future__ import annotations
@@ -90,6 +93,26 @@ def _perfpass(rounds: int = 3) -> list[Step]:
     return steps
 
 
+#: Alternated pairs per ratio goal in the standard suite; the goals table shows their median.
+GOAL_ROUNDS = 3
+
+
+def _goal_pairs(rounds: int = GOAL_ROUNDS) -> list[Step]:
+    """Issue 16's ratio goals, each side measured right after the other, ``rounds``
+    times in alternating order (A B, then B A): on a shared machine one pair's ratio
+    moves by as much as a goal's margin, the median of several pairs far less."""
+    one_round = [
+        Step("goals", CeilingTarget, (("node", ("kv2-read",)),), concurrency=(32,)),
+        Step("goals", lambda: CofferSingle("inmem"), (("node", ("kv2-read",)),), concurrency=(32,)),
+        Step("goals", partial(EtcdCluster, 3), (("leader", ("kv2-write", "kv2-read")),)),
+        Step("goals", partial(CofferCluster, 3), (("active", ("kv2-write",)),)),
+    ]
+    steps: list[Step] = []
+    for index in range(rounds):
+        steps += one_round if index % 2 == 0 else one_round[::-1]
+    return steps
+
+
 def _standard() -> list[Step]:
     return [
         Step("baselines", CeilingTarget, (("node", ("kv2-read", "kv2-write")),)),
@@ -113,6 +136,7 @@ def _standard() -> list[Step]:
         # Issue 16's 5-node goal: the same ratio to 5-node etcd as 3-node has.
         Step("five", partial(CofferCluster, 5), (("active", ("kv2-write",)),), concurrency=(32,)),
         Step("five", partial(EtcdCluster, 5), (("leader", ("kv2-write",)),), concurrency=(32,)),
+        *_goal_pairs(),
         *_perfpass(),
     ]
 
@@ -167,6 +191,7 @@ SUITES: dict[str, Callable[[], list[Step]]] = {
     "nodes": _nodes,
     "file": _file,
     "ratio": _ratio,
+    "goals": _goal_pairs,
 }
 
 

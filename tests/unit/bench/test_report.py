@@ -6,11 +6,12 @@ computed and placed correctly from given records.
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import pytest
 
-from bench import report, tables
+from bench import plan, report, tables
 from bench.stats import percentile, summarise
 
 META = {
@@ -112,6 +113,71 @@ def test_goals_ignore_before_and_after_rows() -> None:
     ]
     rows = tables.goals(records).splitlines()[2:]
     assert "| 1.00 |" in rows[3]
+
+
+def _pair(a: dict, b: dict) -> list[dict]:
+    return [{**a, "section": "goals"}, {**b, "section": "goals"}]
+
+
+def test_goals_take_the_median_of_the_alternated_pairs() -> None:
+    """One pair's ratio moves by a goal's margin here; the goals section's median decides."""
+    records = [
+        # A single measurement each outside the pairs: 0.30 of the ceiling, not used.
+        _record("coffer-inmem", "node", "kv2-read", 32, 1500.0),
+        _record("ceiling", "node", "kv2-read", 32, 5000.0, section="baselines"),
+        *_pair(
+            _record("ceiling", "node", "kv2-read", 32, 5000.0),
+            _record("coffer-inmem", "node", "kv2-read", 32, 3000.0),
+        ),
+        *_pair(
+            _record("coffer-inmem", "node", "kv2-read", 32, 2000.0),
+            _record("ceiling", "node", "kv2-read", 32, 5000.0),
+        ),
+        *_pair(
+            _record("ceiling", "node", "kv2-read", 32, 5000.0),
+            _record("coffer-inmem", "node", "kv2-read", 32, 2600.0),
+        ),
+    ]
+    ceiling_row = tables.goals(records).splitlines()[2:][4]
+    assert "| 0.52 |" in ceiling_row and ceiling_row.endswith("| yes |")
+    assert "median of 3 alternated pairs: 0.60, 0.40, 0.52" in ceiling_row
+
+
+def test_the_p50_goal_is_the_median_of_the_pairs_latency_ratios() -> None:
+    records = []
+    for coffer_p50, etcd_p50 in ((3.0, 1.0), (1.2, 1.0), (1.4, 1.0)):
+        records += _pair(
+            _record("etcd3", "leader", "kv2-write", 1, 700.0, p50_ms=etcd_p50),
+            _record("coffer-raft3", "active", "kv2-write", 1, 600.0, p50_ms=coffer_p50),
+        )
+    p50_row = tables.goals(records).splitlines()[2:][1]
+    assert "| 1.40 |" in p50_row and p50_row.endswith("| yes |")
+
+
+def test_the_tables_of_single_measurements_leave_the_goal_pairs_out() -> None:
+    records = [
+        _record("coffer-inmem", "node", "kv2-read", 32, 3000.0),
+        _record("coffer-inmem", "node", "kv2-read", 32, 100.0, section="goals"),
+        _record("etcd3", "leader", "kv2-read", 32, 3000.0, section="baselines"),
+    ]
+    assert "| 1.00 |" in tables.ratios(records)
+
+
+def _target_names(steps: list[plan.Step]) -> list[str]:
+    names = []
+    for step in steps:
+        target = step.make()  # not started: only its name and work folder exist
+        names.append(target.name)
+        shutil.rmtree(target.workdir)
+    return names
+
+
+def test_the_goal_pairs_alternate_their_order_every_round() -> None:
+    names = _target_names(plan.suite("goals"))
+    one_round = ["ceiling", "coffer-inmem", "etcd3", "coffer-raft3"]
+    assert names == one_round + one_round[::-1] + one_round
+    in_standard = [step for step in plan.suite("standard") if step.section == "goals"]
+    assert _target_names(in_standard) == names
 
 
 def test_a_standard_run_dates_its_before_and_after_table() -> None:
