@@ -10,7 +10,7 @@ from api.cors import cors_middleware
 from api.expect import checked_expect, plain_expect, with_expect
 from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
 from api.keys import CORE, LIMITS
-from api.listener import SERVER_NAME, ListenerLimits
+from api.listener import ListenerLimits
 from api.middleware import middlewares
 from api.outbound import AiohttpClient
 from api.replication_net import StreamTransport
@@ -56,11 +56,6 @@ async def _forwarder(app: web.Application) -> AsyncIterator[None]:
         await forwarder.close()
 
 
-async def _server_header(request: web.Request, response: web.StreamResponse) -> None:
-    """Name the product, not the library and its version."""
-    response.headers["Server"] = SERVER_NAME
-
-
 def create_app(
     core: Core,
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
@@ -81,7 +76,6 @@ def create_app(
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()
     app[LIMITS] = limits or ListenerLimits()
-    app.on_response_prepare.append(_server_header)
     if owns_resources:
         app.cleanup_ctx.append(_outbound_client)
         app.cleanup_ctx.append(_forwarder)

@@ -11,6 +11,7 @@ from aiohttp.http import HttpVersion11
 
 from api.envelope import error_response
 from api.keys import CORE
+from api.listener import SERVER_NAME
 from api.method_tunnel import untunnelled
 from api.preauth import authenticate_early
 from api.translate import operation_of
@@ -21,14 +22,21 @@ __all__ = ["checked_expect", "plain_expect", "with_expect"]
 ExpectHandler = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
 
 
+def _refusal(status: int, messages: list[str]) -> web.Response:
+    """An answer before any middleware runs: it names the server itself and closes
+    the connection (the body the client may still send is not read)."""
+    response = error_response(status, messages)
+    response.headers["Server"] = SERVER_NAME
+    response.force_close()
+    return response
+
+
 async def _continue(request: web.Request) -> web.StreamResponse | None:
     expect = request.headers.get("Expect", "")
     if request.version != HttpVersion11:
         return None
     if expect.lower() != "100-continue":
-        response = error_response(417, [f"unsupported Expect header {expect[:64]!r}"])
-        response.force_close()
-        return response
+        return _refusal(417, [f"unsupported Expect header {expect[:64]!r}"])
     await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
     return None
 
@@ -51,9 +59,7 @@ async def checked_expect(request: web.Request) -> web.StreamResponse | None:
         try:
             await authenticate_early(request, request.match_info["path"], operation_of(request))
         except CofferError as exc:
-            response = error_response(exc.status, exc.messages)
-            response.force_close()
-            return response
+            return _refusal(exc.status, exc.messages)
     return await _continue(request)
 
 

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from api.envelope import error_response
 from api.keys import CORE
-from api.listener import request_finished, request_started
+from api.listener import SERVER_NAME, request_finished, request_started
 from api.method_tunnel import untunnelled
 from sdk.errors import CofferError
 from sdk.random_pool import random_uuid4
@@ -128,7 +128,12 @@ async def edge_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if response.status >= 400 and request.can_read_body:
         response.force_close()  # a refused body (403, 408, 413) is not read to its end
     _observe(request, response.status, started, request_id)
-    response.headers["X-Request-Id"] = request_id
+    headers = response.headers
+    headers["X-Request-Id"] = request_id
+    # Here rather than in an ``on_response_prepare`` signal, which costs every
+    # request a signal dispatch; the answers that bypass middlewares (the
+    # listener's, ``Expect`` refusals) set it themselves.
+    headers["Server"] = SERVER_NAME
     return response
 
 
