@@ -60,7 +60,7 @@ def _one() -> None:
 
 
 def main() -> None:
-    rows = []
+    rows: list[tuple[str, float, float, float, float]] = []
     for label, switch in (("C (llhttp)", ""), ("pure Python", "1")):
         env = {k: v for k, v in os.environ.items() if k != "AIOHTTP_NO_EXTENSIONS"}
         if switch:
@@ -72,7 +72,8 @@ def main() -> None:
             text=True,
             check=True,
         ).stdout.split()
-        rows.append((label, *map(float, out)))
+        parse, write, native, extension = map(float, out)
+        rows.append((label, parse, write, native, extension))
     (_, c_parse, c_write, native, extension), (_, py_parse, py_write, _, _) = rows
     print(f"{'aiohttp parts':<14} {'parse µs':>9} {'headers µs':>11} {'total µs':>9}")
     for label, parse, write, *_ in rows:

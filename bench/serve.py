@@ -26,7 +26,7 @@ def _use_stdlib_json() -> None:
     from sdk import jsoncodec
 
     # Both modules look their codec up at call time.
-    api.envelope.encode_json = jsoncodec.stdlib_dumps
+    api.envelope.encode_json = jsoncodec.stdlib_dumps  # type: ignore[assignment]  # names its argument differently
     api.translate.decode_bounded = jsoncodec.stdlib_loads
 
 

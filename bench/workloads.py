@@ -15,8 +15,9 @@ import base64
 import json
 import random
 import string
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 from yarl import URL
@@ -31,7 +32,8 @@ VALUE_BYTES = 100
 USER, PASSWORD = "bench", "bench-password-1234"
 _BODIES = 64  # distinct write bodies, picked at random
 
-Setup = Callable[[Endpoints], Awaitable[None]]
+#: A coroutine function, so that ``asyncio.run`` can take what it returns.
+Setup = Callable[[Endpoints], Coroutine[Any, Any, None]]
 
 
 @dataclass(frozen=True)

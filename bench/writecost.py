@@ -54,7 +54,8 @@ def measure(make: Callable[[], Target], seconds: float, spy_out: Path | None) ->
         op = load.make_op(endpoints)
         asyncio.run(run_load(op, concurrency=CONCURRENCY, seconds=1.0, warmup=0.0))
         pids = target.pids()
-        serving = target.active.proc.pid if cluster and target.active.proc else pids[0]
+        active = target.active.proc if isinstance(target, CofferCluster) else None
+        serving = active.pid if active is not None else pids[0]
         asyncio.run(wait_for_quiet(pids, 40.0, 20.0))
         spy = None
         if spy_out is not None:
