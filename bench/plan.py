@@ -15,6 +15,7 @@ from functools import partial
 
 from bench.coffer_targets import CofferCluster, CofferSingle, ServeFlags
 from bench.etcd_target import EtcdCluster
+from bench.loop_ab import abba
 from bench.targets import CeilingTarget, Target
 
 __all__ = ["SUITES", "Step", "suite"]
@@ -107,10 +108,7 @@ def _goal_pairs(rounds: int = GOAL_ROUNDS) -> list[Step]:
         Step("goals", partial(EtcdCluster, 3), (("leader", ("kv2-write", "kv2-read")),)),
         Step("goals", partial(CofferCluster, 3), (("active", ("kv2-write",)),)),
     ]
-    steps: list[Step] = []
-    for index in range(rounds):
-        steps += one_round if index % 2 == 0 else one_round[::-1]
-    return steps
+    return [step for _, step in abba(one_round, rounds)]
 
 
 def _standard() -> list[Step]:

@@ -268,8 +268,12 @@ def _pairs(records: list[Record], a: Series, b: Series) -> list[tuple[Record, Re
     return list(zip([r for r in goals if _is(r, a)], [r for r in goals if _is(r, b)], strict=False))
 
 
+def _throughput(record: Record) -> float:
+    return float(record["throughput"])
+
+
 def _ops(record: Record | None) -> float | None:
-    return None if record is None else float(record["throughput"])
+    return None if record is None else _throughput(record)
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -327,10 +331,6 @@ def ratios(records: list[Record]) -> str:
 
 #: ``coffer-file`` KV v2 writes/s at c=32 before group commit (docs/performance.md).
 FILE_WRITES_BEFORE_GROUP_COMMIT = 322.0
-
-
-def _throughput(record: Record) -> float:
-    return float(record["throughput"])
 
 
 def _p50(record: Record) -> float:
