@@ -6,9 +6,8 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from api.cors import cors_middleware
 from api.expect import checked_expect, plain_expect, with_expect
-from api.forwarding import FORWARDER, Forwarder, forwarding_middleware
+from api.forwarding import FORWARDER, Forwarder
 from api.keys import CORE, LIMITS
 from api.listener import ListenerLimits
 from api.middleware import middlewares
@@ -70,8 +69,7 @@ def create_app(
     listeners share them. ``ui`` adds the web interface (``/ui/``, ``/``)."""
     app = web.Application(
         client_max_size=max_request_size,
-        # CORS outermost, so error answers carry its headers as well.
-        middlewares=[cors_middleware, *middlewares, forwarding_middleware],
+        middlewares=middlewares,
     )
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()

@@ -81,7 +81,7 @@ from node.core.core import Core
 from node.outbound import DEFAULT_TIMEOUT, HttpClient, HttpReply
 from sdk.errors import CofferError
 
-__all__ = ["FORWARDER", "INDEX_HEADER", "Forwarder", "forwarding_middleware", "redirect"]
+__all__ = ["FORWARDER", "INDEX_HEADER", "Forwarder", "redirect", "serve_in_cluster"]
 
 log = logging.getLogger("coffer.forwarding")
 
@@ -467,12 +467,13 @@ async def _serve_as_active(
     return response
 
 
-@web.middleware
-async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def serve_in_cluster(
+    request: web.Request, handler: Handler, cluster: Cluster
+) -> web.StreamResponse:
+    """Serve ``request`` here or relay it, as this node's role says; the edge
+    middleware calls it on a clustered node, inside its error table and metrics,
+    so a relayed answer carries this node's request id like any other."""
     core = request.app[CORE]
-    cluster = core.cluster
-    if cluster is None:
-        return await handler(request)
     try:
         vouched = await vouched_request(request, cluster)
     except ForwardRefusedError as exc:

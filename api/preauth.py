@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from api.keys import CORE
-from api.middleware import REQUEST_ID
+from api.keys import CORE, REQUEST_ID
 from api.translate import BODY_LIMIT, client_request, client_token, header
 from node.logical.request import Operation
 from sdk.errors import CofferError, PermissionDeniedError

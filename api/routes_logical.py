@@ -5,8 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from api.envelope import render
-from api.keys import CORE
-from api.middleware import REQUEST_ID
+from api.keys import CORE, REQUEST_ID
 from api.preauth import authenticate_early
 from api.translate import operation_of, to_request
 

@@ -12,8 +12,7 @@ from aiohttp import web
 
 from api.envelope import json_response, render
 from api.forwarding import FORWARDER
-from api.keys import CORE
-from api.middleware import REQUEST_ID
+from api.keys import CORE, REQUEST_ID
 from api.preauth import authenticate_early
 from api.tls import valid_ca_pem
 from api.translate import client_request, read_json_body, read_raw_body
