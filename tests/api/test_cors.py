@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
+from uuid import UUID
 
+from api.listener import SERVER_NAME
 from tests.api.helpers import call, dev_call
 
 if TYPE_CHECKING:
@@ -79,6 +82,14 @@ async def test_disallowed_origin_is_403(dev: DevServer) -> None:
     assert reply.status == 403
     assert reply.errors == ["origin not allowed"]
     assert "Access-Control-Allow-Origin" not in reply.headers
+    _assert_named_like_any_answer(reply.headers)
+
+
+def _assert_named_like_any_answer(headers: Mapping[str, str]) -> None:
+    """CORS answers inside the edge middleware: its own refusals and preflights
+    carry the request id and the server's name like every other answer."""
+    assert UUID(headers["X-Request-Id"]).version == 4
+    assert headers["Server"] == SERVER_NAME
 
 
 async def test_wildcard_allows_any_origin(dev: DevServer) -> None:
@@ -108,6 +119,7 @@ async def test_preflight(dev: DevServer) -> None:
     }
     assert "X-Custom" in reply.headers["Access-Control-Allow-Headers"].split(",")
     assert reply.headers["Access-Control-Max-Age"] == "300"
+    _assert_named_like_any_answer(reply.headers)
     reply = await call(
         dev.client,
         "OPTIONS",
