@@ -17,11 +17,8 @@ space (``log index + offset``), so waiting for a write's revision still means
 waiting until the entry that carries it is applied.
 
 Reads come from the event loop while the Raft thread applies, so the data and
-its sorted key list change together under one lock. The sorted list is brought
-up to date by the next ``list`` rather than by every write: keys added and
-removed since are held in two sets and merged in one pass (issue 16: an
-``insort`` per new key moved the whole list, on every replica, for every write
-of a KV v2 version key, though a follower hardly ever lists).
+its sorted keys (:class:`sdk.sorted_keys.SortedKeys`, brought up to date by the
+next ``list`` rather than by every write) change together under one lock.
 
 A :class:`~consensus.commands.Batch` entry applies its transactions in order,
 each on its own (a mismatch in one leaves the others applied), each
@@ -30,8 +27,6 @@ remembered under its own id and with its own revision.
 
 from __future__ import annotations
 
-import bisect
-import builtins
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -51,7 +46,7 @@ from consensus.commands import (
 )
 from sdk.errors import InvalidRequestError
 from sdk.physical import Delete, Put, children_of, validate_key
-from sdk.sorted_keys import MERGE_ONE_BY_ONE, merge_sorted
+from sdk.sorted_keys import SortedKeys
 
 __all__ = ["IDEMPOTENCY_WINDOW", "ChangeSet", "KVState", "StateImage"]
 
@@ -88,11 +83,7 @@ class KVState:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._data: dict[str, tuple[bytes, int]] = {}
-        #: Sorted, except for the keys in ``_added`` (in ``_data``, not here yet)
-        #: and ``_removed`` (here, no longer in ``_data``): see ``_sorted_keys``.
-        self._keys: list[str] = []
-        self._added: set[str] = set()
-        self._removed: set[str] = set()
+        self._keys = SortedKeys()
         self._applied = 0
         self._results: OrderedDict[str, Result] = OrderedDict()
         self._members: dict[str, str] = {}
@@ -116,29 +107,8 @@ class KVState:
 
     def list(self, prefix: str) -> list[str]:
         with self._lock:
-            keys = self._sorted_keys()
-            start = bisect.bisect_left(keys, prefix)
-            matched = []
-            for key in keys[start:]:
-                if not key.startswith(prefix):
-                    break
-                matched.append(key)
+            matched = self._keys.starting_with(prefix)
         return children_of(prefix, matched)
-
-    def _sorted_keys(self) -> builtins.list[str]:
-        """Every key, sorted: the pending additions and removals merged in (lock held)."""
-        keys = self._keys
-        if self._removed:
-            removed, self._removed = self._removed, set()
-            if len(removed) <= MERGE_ONE_BY_ONE:
-                for key in removed:
-                    keys.pop(bisect.bisect_left(keys, key))
-            else:
-                keys = self._keys = [key for key in keys if key not in removed]
-        if self._added:
-            added, self._added = self._added, set()
-            merge_sorted(keys, added)
-        return keys
 
     def result_for(self, command_id: str) -> Result | None:
         with self._lock:
@@ -254,18 +224,12 @@ class KVState:
             key = op.key
             if isinstance(op, Put):
                 if key not in data:
-                    if key in self._removed:
-                        self._removed.discard(key)  # still in the sorted list
-                    else:
-                        self._added.add(key)
+                    self._keys.add(key)
                 data[key] = (op.value, revision)
                 changed[key] = None
             elif isinstance(op, Delete) and key in data:
                 del data[key]
-                if key in self._added:
-                    self._added.discard(key)  # never reached the sorted list
-                else:
-                    self._removed.add(key)
+                self._keys.discard(key)
                 changed[key] = None
         return Applied(revision)
 
@@ -279,8 +243,7 @@ class KVState:
         # cluster's history could run ahead of ours and go backwards on the
         # next write.
         self._data = {key: (value, revision) for key, value in command.items}
-        self._keys = sorted(self._data)
-        self._added, self._removed = set(), set()
+        self._keys = SortedKeys(self._data)
         return Applied(revision), ChangeSet(revision, (), reset=True)
 
     # -- images (dumps, exports, snapshot installs) ----------------------------
@@ -303,8 +266,7 @@ class KVState:
             results.popitem(last=False)
         with self._lock:
             self._data = dict(image.data)
-            self._keys = sorted(self._data)
-            self._added, self._removed = set(), set()
+            self._keys = SortedKeys(self._data)
             self._applied = image.applied
             self._results = results
             self._members = dict(image.members)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 
 from sdk.errors import RevisionMismatchError
 from sdk.physical import Delete, Entry, Put, TxnOp, children_of, validate_key
+from sdk.sorted_keys import SortedKeys
 
 __all__ = ["InmemBackend"]
 
 
 class InmemBackend:
-    """A sorted dict of key -> (value, revision).
+    """A dict of key -> (value, revision), its keys sorted when listed.
 
     Every method runs to completion without awaiting, so each call is atomic
     on the event loop without a lock.
@@ -20,7 +20,7 @@ class InmemBackend:
 
     def __init__(self) -> None:
         self._data: dict[str, tuple[bytes, int]] = {}
-        self._keys: list[str] = []
+        self._keys = SortedKeys()
         self._revision = 0
 
     async def get(self, key: str) -> Entry | None:
@@ -35,13 +35,7 @@ class InmemBackend:
         self._apply([Delete(key)])
 
     async def list(self, prefix: str) -> list[str]:
-        start = bisect.bisect_left(self._keys, prefix)
-        matched = []
-        for key in self._keys[start:]:
-            if not key.startswith(prefix):
-                break
-            matched.append(key)
-        return children_of(prefix, matched)
+        return children_of(prefix, self._keys.starting_with(prefix))
 
     async def commit(self, ops: Sequence[TxnOp]) -> int:
         return self._apply(ops)
@@ -61,9 +55,9 @@ class InmemBackend:
         for op in ops:
             if isinstance(op, Put):
                 if op.key not in self._data:
-                    bisect.insort(self._keys, op.key)
+                    self._keys.add(op.key)
                 self._data[op.key] = (op.value, self._revision)
             elif isinstance(op, Delete) and op.key in self._data:
                 del self._data[op.key]
-                self._keys.pop(bisect.bisect_left(self._keys, op.key))
+                self._keys.discard(op.key)
         return self._revision
