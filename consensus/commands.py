@@ -29,6 +29,7 @@ import orjson
 from sdk import jsoncodec
 from sdk.physical import Check, Delete, Put, TxnOp
 from sdk.random_pool import random_hex
+from sdk.record import record
 
 __all__ = [
     "BATCH_OVERHEAD",
@@ -70,7 +71,7 @@ class CommandError(ValueError):
     """A command that cannot be encoded or decoded."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Txn:
     """Apply every op or none (revision checks first)."""
 

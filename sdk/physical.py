@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from sdk.errors import InvalidRequestError
+from sdk.record import record
 
 __all__ = [
     "ANY_REVISION",
@@ -25,7 +25,7 @@ __all__ = [
 ANY_REVISION: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Entry:
     """A stored value and its revision.
 
@@ -38,7 +38,7 @@ class Entry:
     revision: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Put:
     """Write ``value`` at ``key``; with ``expect`` set, only if the key's
     current revision equals it (0 means "must not exist")."""
@@ -48,7 +48,7 @@ class Put:
     expect: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Delete:
     """Remove ``key`` (absent keys are fine unless ``expect`` says otherwise)."""
 
@@ -56,7 +56,7 @@ class Delete:
     expect: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Check:
     """Assert ``key`` is at revision ``expect`` without changing it."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 from node.barrier.aead import (
     DecryptionError,
@@ -28,6 +27,7 @@ from node.barrier.readonly import check_writable, check_writes
 from node.barrier.seal_wrap import MAGIC, SealWrapper
 from sdk.errors import SealedError, StorageError
 from sdk.physical import Check, Delete, PhysicalBackend, Put, TxnOp
+from sdk.record import record
 
 log = logging.getLogger("coffer.barrier")
 
@@ -37,7 +37,7 @@ __all__ = ["KEYRING_PATH", "Barrier", "StoredValue"]
 KEYRING_PATH = "core/keyring"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StoredValue:
     """A decrypted value and the physical revision it was read at."""
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdk.record import record
+
 __all__ = ["Operation", "Request", "RequestAuth"]
 
 
@@ -46,7 +48,7 @@ class RequestAuth:
         return "root" in self.policies
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Request:
     """One client request as the core sees it.
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sdk.record import record
+
 __all__ = ["Auth", "Login", "Response", "WrapInfo"]
 
 
@@ -82,7 +84,7 @@ class WrapInfo:
     wrapped_accessor: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Response:
     """What a handler produced.
 

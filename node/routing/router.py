@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from node.logical.backend import Backend
 from node.logical.mount import MountEntry
 from node.routing.owners import StorageOwners
+from sdk.record import record
 
 __all__ = ["RouteMatch", "Router"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RouteMatch:
     """The result of routing: a new value, the request is never mutated."""
 

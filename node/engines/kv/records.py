@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sdk.random_pool import random_uuid4_hex
+from sdk.record import record
 
 __all__ = [
     "DEFAULT_MAX_VERSIONS",
@@ -93,7 +94,7 @@ def deletion_time(created: str, config: MountConfig, key_after: int) -> str:
     return _format(moment + timedelta(seconds=min(candidates)))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VersionInfo:
     created_time: str
     deletion_time: str = ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import FrozenInstanceError, asdict, replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,8 +101,9 @@ def test_copy_is_independent() -> None:
     meta = records()[1]
     clone = meta.copy()
     assert clone == meta
-    with pytest.raises(FrozenInstanceError):  # a change replaces the version record
-        clone.versions[2].destroyed = True  # type: ignore[misc]
+    # A change replaces the version record, which the copies share (its fields are
+    # read-only to the type checker, tests/unit/sdk/test_record.py).
+    assert clone.versions[2] is meta.versions[2]
     clone.versions[2] = replace(clone.versions[2], destroyed=True)
     clone.versions[3] = VersionInfo(T3)
     clone.custom_metadata["new"] = "x"
