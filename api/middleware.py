@@ -1,4 +1,5 @@
-"""The edge middleware: request id, errors, metrics and the request log.
+"""The edge middleware, the app's only one: request id, CORS, errors, metrics,
+the request log, and on a clustered node the choice of where a request is served.
 
 The error table lives here, once: core errors map by their class's
 ``status``; aiohttp's own HTTP errors (413, 404, 405) keep theirs; anything
