@@ -13,6 +13,8 @@ starts with empty pools.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 __all__ = ["random_bytes", "random_hex", "random_uuid4", "random_uuid4_hex"]
 
@@ -20,10 +22,11 @@ _BLOCK = 4096
 #: Larger requests (rare: none on a request's path) are served by ``os.urandom`` alone.
 _POOLED_UP_TO = 64
 
+_T = TypeVar("_T")
+
 
 class _Pool:
-    """Ready pieces per size, and ready UUID texts. A refill extends a list that
-    another thread may be popping from: harmless, every piece is fresh bytes."""
+    """Ready pieces per size, and ready UUID texts."""
 
     def __init__(self) -> None:
         self._pieces: dict[int, list[bytes]] = {}
@@ -36,31 +39,34 @@ class _Pool:
         pieces = self._pieces.get(count)
         if pieces is None:
             pieces = self._pieces.setdefault(count, [])
-        while True:
-            try:
-                return pieces.pop()
-            except IndexError:
-                block = os.urandom(_BLOCK - _BLOCK % count)
-                pieces.extend([block[i : i + count] for i in range(0, len(block), count)])
+        return _next(pieces, _cut, count)
 
     def uuid4(self) -> str:
-        while True:
-            try:
-                return self._uuids.pop()
-            except IndexError:
-                self._uuids.extend(_uuid4_texts())
+        return _next(self._uuids, _uuid4_texts)
 
     def uuid4_hex(self) -> str:
-        while True:
-            try:
-                return self._uuid_hexes.pop()
-            except IndexError:
-                self._uuid_hexes.extend(_uuid4_hexes())
+        return _next(self._uuid_hexes, _uuid4_hexes)
 
     def forget(self) -> None:
         self._pieces = {}
         self._uuids = []
         self._uuid_hexes = []
+
+
+def _next(ready: list[_T], refill: Callable[..., list[_T]], *args: int) -> _T:
+    """The next ready piece, refilling the list when it is empty (two threads may
+    both refill: harmless, every piece is fresh bytes)."""
+    while True:
+        try:
+            return ready.pop()
+        except IndexError:
+            ready.extend(refill(*args))
+
+
+def _cut(count: int) -> list[bytes]:
+    """A block of fresh bytes cut into pieces of ``count``."""
+    block = os.urandom(_BLOCK - _BLOCK % count)
+    return [block[i : i + count] for i in range(0, len(block), count)]
 
 
 def _uuid4_block() -> str:
