@@ -230,8 +230,15 @@ class RaftBackend:
         from its majority loses the lease within that bound, before any other
         node can be elected. Reads and writes on the active node should
         require it (``node.cluster.role``).
+
+        Nor before this loop has been told of every entry of earlier terms: a new
+        leader applies them on its Raft thread when its no-op commits, and their
+        change reports reach the caches here after that. A read served in between
+        could find a value this node cached as a standby, older than a write its
+        predecessor acknowledged.
         """
-        return self._node.has_lease()
+        node = self._node
+        return node.has_lease() and self._loop_log_applied >= node.lease_from()
 
     def leader(self) -> Server | None:
         return self.membership.leader()

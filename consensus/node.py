@@ -107,6 +107,8 @@ class RaftNode:
         self._last_sync = self._next_ping = self._next_status = 0.0
         self._last_applied = 0
         self._lease_until = 0.0
+        #: The first log index of this leader's term, taken with the lease.
+        self._lease_from = 0
         #: Engine calls that must run on the Raft thread (the engine is not thread-safe).
         self._raft_calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         root = Path(config.data_dir)
@@ -283,6 +285,7 @@ class RaftNode:
             self._next_status = now + _STATUS_EVERY
         # Our clock is read before the engine's, so the expiry errs early, never late.
         before = time.monotonic()
+        self._lease_from = int(self._obj.termStartIndex() or 0)
         self._lease_until = before + float(self._obj.leaseRemaining(self.config.lease_duration))
         self._hand_off()
         if self._store.failed:
@@ -372,6 +375,11 @@ class RaftNode:
         stalls the lease simply runs out.
         """
         return self.is_leader() and time.monotonic() < self._lease_until
+
+    def lease_from(self) -> int:
+        """The log index of the first entry of the term the lease is held in (its
+        no-op): the entries before it were written by earlier leaders."""
+        return self._lease_from
 
     def leader_address(self) -> str | None:
         leader = self._obj._getLeader()

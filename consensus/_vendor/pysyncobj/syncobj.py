@@ -783,6 +783,11 @@ class SyncObj(object):
         0 when this node is not the leader. Call it on the tick thread."""
         if self.__raftState != _RAFT_STATE.LEADER or self.__leaseVoided:
             return 0.0
+        if self.__noopIDx is None or self.__raftLastApplied < self.__noopIDx:
+            # coffer: no lease before this term's no-op is applied: until then entries
+            # of earlier terms may be committed and not applied here (an echo of a
+            # refused append carries a stamp all the same).
+            return 0.0
         needed = (len(self.__otherNodes) + 1) // 2  # followers besides us for a majority
         if needed == 0:
             return float('inf')
@@ -791,6 +796,14 @@ class SyncObj(object):
             return 0.0
         # Stamps are this module's clock (CLOCK_MONOTONIC_RAW, not slewed by NTP).
         return stamps[needed - 1] / 1e6 + duration - monotonicTime()
+
+    def termStartIndex(self):
+        """coffer: the log index of this leader's no-op, the first entry of its
+        term (None when not leading): what comes before it was written by earlier
+        leaders. Call it on the tick thread."""
+        if self.__raftState != _RAFT_STATE.LEADER:
+            return None
+        return self.__noopIDx
 
     def __applyLogEntries(self):
         needSendAppendEntries = False

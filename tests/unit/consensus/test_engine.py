@@ -295,3 +295,44 @@ def test_late_resets_do_not_send_the_leader_back_and_forth(idle_replica: Any) ->
     obj._SyncObj__onNodeConnected(peer)
     reset(5)
     assert next_index[peer] == 5
+
+
+def test_a_new_leader_holds_no_lease_before_its_no_op_is_applied(idle_replica: Any) -> None:
+    """Echoes from a majority give the lease only once this term's no-op, and so
+    every entry an earlier leader committed, is applied here: until then a read
+    on this node could miss a write its predecessor acknowledged."""
+    obj = idle_replica
+    obj._SyncObj__raftCurrentTerm = 3
+    assert obj.termStartIndex() is None  # not leading
+    obj._SyncObj__onBecomeLeader()
+    start = obj.termStartIndex()
+    assert start is not None and start == obj._SyncObj__getCurrentLogIndex()
+    peer = _peer(obj)
+    stamp = int(monotonic() * 1e6)
+    obj._SyncObj__onMessageReceived(
+        peer,
+        {"type": "next_node_idx", "next_node_idx": 1, "reset": True, "success": False,
+         "term": 3, "lease": stamp},
+    )  # fmt: skip  # a refused append, echoing our stamp: a majority with us
+    assert obj._SyncObj__leaseStamps.get(peer) == stamp
+    assert obj.raftLastApplied < start
+    assert obj.leaseRemaining(0.5) == 0.0
+
+    obj._SyncObj__raftLastApplied = start  # the no-op (and all before it) applied
+    assert obj.leaseRemaining(0.5) > 0.0
+
+
+async def test_the_lease_waits_for_the_loop_to_hear_of_earlier_terms(tmp_path: Path) -> None:
+    """The backend's lease also needs this loop told of every entry before the
+    term (its caches invalidated): ``lease_from`` is the term's no-op."""
+    async with single_node(tmp_path / "raft") as backend:
+        for _ in range(100):
+            if backend.has_lease():
+                break
+            await asyncio.sleep(0.01)
+        assert backend.has_lease()
+        node = backend._node
+        assert node.lease_from() > 0
+        assert backend._loop_log_applied >= node.lease_from()
+        backend._loop_log_applied = node.lease_from() - 1  # as if not yet told
+        assert node.has_lease() and not backend.has_lease()
