@@ -21,13 +21,12 @@ Reads consult ``current`` first, then ``flushing``, then the file.
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Iterable
 
 from sdk.epoch_lru import MISS, Miss
 from sdk.physical import Delete, Entry, Put
-from sdk.sorted_keys import merge_sorted
+from sdk.sorted_keys import SortedKeys
 
 __all__ = ["LoggedWrite", "PendingWrites"]
 
@@ -41,32 +40,21 @@ class _Generation:
     instead of scanning every pending key, which made ``file`` storage's token
     create and revoke (a revoke lists) twice as slow."""
 
-    __slots__ = ("keys", "new_keys", "writes")
+    __slots__ = ("keys", "writes")
 
     def __init__(self) -> None:
         self.writes: dict[str, LoggedWrite] = {}
-        self.keys: list[str] = []
-        self.new_keys: list[str] = []
+        self.keys = SortedKeys()
 
     def add(self, write: LoggedWrite) -> None:
         key = write[0].key
         if key not in self.writes:
-            self.new_keys.append(key)
+            self.keys.add(key)
         self.writes[key] = write
 
     def below(self, prefix: str) -> Iterable[tuple[str, LoggedWrite]]:
-        keys = self._sorted_keys()
-        index = bisect.bisect_left(keys, prefix)
-        while index < len(keys) and keys[index].startswith(prefix):
-            key = keys[index]
+        for key in self.keys.starting_with(prefix):
             yield key, self.writes[key]
-            index += 1
-
-    def _sorted_keys(self) -> list[str]:
-        if self.new_keys:
-            merge_sorted(self.keys, self.new_keys)
-            self.new_keys = []
-        return self.keys
 
 
 class PendingWrites:
