@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from api.edge import at_edge, fallback_routes
 from api.expect import checked_expect, plain_expect, with_expect
 from api.forwarding import FORWARDER, Forwarder
 from api.keys import CORE, LIMITS
 from api.listener import ListenerLimits
-from api.middleware import middlewares
 from api.outbound import AiohttpClient
 from api.replication_net import StreamTransport
 from api.routes_logical import logical_routes
@@ -67,18 +67,16 @@ def create_app(
     """The app of one listener. Only one app per core (``owns_resources``) sets up
     and closes the core's outbound client and the forwarder; the apps of further
     listeners share them. ``ui`` adds the web interface (``/ui/``, ``/``)."""
-    app = web.Application(
-        client_max_size=max_request_size,
-        middlewares=middlewares,
-    )
+    app = web.Application(client_max_size=max_request_size)  # no middleware: api/edge.py
     app[CORE] = core
     app[FORWARDER] = forwarder or Forwarder()
     app[LIMITS] = limits or ListenerLimits()
     if owns_resources:
         app.cleanup_ctx.append(_outbound_client)
         app.cleanup_ctx.append(_forwarder)
-    app.add_routes(with_expect(sys_routes(), plain_expect))
-    app.add_routes(with_expect(logical_routes(), checked_expect))
+    app.add_routes(at_edge(with_expect(sys_routes(), plain_expect)))
+    app.add_routes(at_edge(with_expect(logical_routes(), checked_expect)))
     if ui:
-        app.add_routes(ui_routes())
+        app.add_routes(at_edge(ui_routes()))
+    app.add_routes(fallback_routes())
     return app

@@ -6,10 +6,9 @@ preflight ``OPTIONS`` is answered here, and every other answer to an allowed
 origin carries ``Access-Control-Allow-Origin`` and ``Vary: Origin``; errors too,
 so a browser can read them.
 
-The edge middleware (``api/middleware.py``) asks :func:`browser_cors` about a
-request with an ``Origin`` first and decorates what it answers last: a CORS
-middleware of its own cost every request, browser or not, a layer of aiohttp's
-chaining.
+The edge (``api/edge.py``) asks :func:`browser_cors` about a request with an
+``Origin`` first and decorates what it answers last: a CORS middleware of its
+own cost every request, browser or not, a layer of aiohttp's chaining.
 """
 
 from __future__ import annotations

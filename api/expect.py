@@ -23,7 +23,7 @@ ExpectHandler = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
 
 
 def _refusal(status: int, messages: list[str]) -> web.Response:
-    """An answer before any middleware runs: it names the server itself and closes
+    """An answer before the edge runs: it names the server itself and closes
     the connection (the body the client may still send is not read)."""
     response = error_response(status, messages)
     response.headers["Server"] = SERVER_NAME
@@ -49,7 +49,7 @@ async def plain_expect(request: web.Request) -> web.StreamResponse | None:
 async def checked_expect(request: web.Request) -> web.StreamResponse | None:
     """For ``/v1/{path}``: the client token is checked before the client is told to
     send its body, so a refused client never sends it (curl asks first for any
-    body over 1 KiB). It runs before any middleware, so it restores the verb itself."""
+    body over 1 KiB). It runs before the edge, so it restores the verb itself."""
     request = untunnelled(request)
     if (
         request.version == HttpVersion11

@@ -471,7 +471,7 @@ async def serve_in_cluster(
     request: web.Request, handler: Handler, cluster: Cluster
 ) -> web.StreamResponse:
     """Serve ``request`` here or relay it, as this node's role says; the edge
-    middleware calls it on a clustered node, inside its error table and metrics,
+    (``api/edge.py``) calls it on a clustered node, inside its error table and metrics,
     so a relayed answer carries this node's request id like any other."""
     core = request.app[CORE]
     try:

@@ -10,7 +10,7 @@ with those added, and with its bytes passed through ``api/method_tunnel.py``
 public ``server``:
 
 - ``http_read_header_timeout``: from the accept, or from the first byte of a
-  kept-alive connection's next request, until the edge middleware starts on
+  kept-alive connection's next request, until the edge (``api/edge.py``) starts on
   the request (:func:`request_started`); else ``408`` and the connection closes.
 - ``http_read_timeout``: reading a body (``api/translate.py``), ``408``.
 - ``http_idle_timeout``: aiohttp's keep-alive timeout: a connection that has not
@@ -187,7 +187,7 @@ class CofferRequestHandler(web.RequestHandler):
         response.force_close()
         return response
 
-    # The edge middleware's notes ---------------------------------------------------
+    # The edge's notes --------------------------------------------------------------
 
     def started(self) -> None:
         self._in_request = True

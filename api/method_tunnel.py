@@ -15,17 +15,17 @@ for, with the original verb in a header that names this process's secret token:
     REPORT /v1/secret/metadata HTTP/1.1
     Coffer-Tunnelled-Method: LIST <token>
 
-(aiohttp routes a request before any middleware runs: a ``GET`` would reach the
+(aiohttp routes a request before its handler runs: a ``GET`` would reach the
 ``GET`` handler of a path whatever the verb turns out to be, where the carrier
 reaches only the routes for any verb, as ``LIST`` itself would. A client's own
 ``REPORT`` is tunnelled too, like any verb not in :data:`_NATIVE`.)
 
-:func:`untunnelled`, called first by the edge middleware (``api/middleware.py``)
-and by the ``Expect`` handler (which runs before any middleware), turns such a
-request back into a ``LIST`` (aiohttp's public ``Request.clone``) without the
-header. The CORS middleware, outside the edge, never looks at a verb but
-``OPTIONS``, which is not tunnelled. Without the token a client's own header of
-that name means nothing, so it cannot change the verb a proxy in front has seen.
+:func:`untunnelled`, called first by the edge (``api/edge.py``) and by the
+``Expect`` handler (which runs before any handler), turns such a request back
+into a ``LIST`` (aiohttp's public ``Request.clone``) without the header. CORS,
+in the edge, never looks at a verb but ``OPTIONS``, which is not tunnelled.
+Without the token a client's own header of that name means nothing, so it
+cannot change the verb a proxy in front has seen.
 
 The tunnel only rewrites where it knows a request starts. Whatever it does not
 follow exactly as llhttp does (a bare LF, folded or repeated framing headers,

@@ -61,7 +61,7 @@ def area_of_short(path: str) -> str:
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*):(?P<line>\d+)\)$")
 
 
-#: Frames every request passes through (loop, HTTP server, middleware chain): their
+#: Frames every request passes through (loop, HTTP server, the edge): their
 #: inclusive time is everything, so the inclusive table leaves them out.
 _PLUMBING = (
     "(asyncio/",
@@ -69,7 +69,7 @@ _PLUMBING = (
     "(aiohttp/",
     "(<frozen",
     "(bench/",
-    "(api/middleware.py",
+    "(api/edge.py",
     "(api/forwarding.py",
     "(api/routes_logical.py",
     "(api/server.py",

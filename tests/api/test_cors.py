@@ -86,7 +86,7 @@ async def test_disallowed_origin_is_403(dev: DevServer) -> None:
 
 
 def _assert_named_like_any_answer(headers: Mapping[str, str]) -> None:
-    """CORS answers inside the edge middleware: its own refusals and preflights
+    """CORS answers inside the edge: its own refusals and preflights
     carry the request id and the server's name like every other answer."""
     assert UUID(headers["X-Request-Id"]).version == 4
     assert headers["Server"] == SERVER_NAME

@@ -24,7 +24,7 @@ SIG = "X-Coffer-Forwarded-Signature"
 
 @dataclass
 class ActiveCluster:
-    """What the forwarding middleware asks of the cluster, for a node that is active."""
+    """What forwarding asks of the cluster, for a node that is active."""
 
     forward_key: bytes = field(default_factory=lambda: os.urandom(32))
     relay_nonces: NonceLedger = field(default_factory=NonceLedger)

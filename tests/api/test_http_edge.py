@@ -267,7 +267,7 @@ async def test_an_unknown_expectation_is_a_json_417(edge: Edge) -> None:
         reply = await read_reply(reader)
     assert reply.status == 417, reply
     assert reply.json["errors"] == ["unsupported Expect header 'bogus'"]
-    assert reply.headers["server"] == "Coffer"  # answered before any middleware runs
+    assert reply.headers["server"] == "Coffer"  # answered before the edge runs
 
 
 async def test_continue_is_sent_only_to_a_token_holder(edge: Edge) -> None:

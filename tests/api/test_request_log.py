@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api import middleware
+from api import edge
 from tests.api.helpers import assert_envelope, call
 from tests.conftest import DevServer
 
@@ -101,7 +101,7 @@ async def test_a_disabled_request_log_builds_nothing(
     dev: DevServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(middleware.log, "log", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(edge.log, "log", lambda *a, **k: calls.append(a))
     caplog.set_level(logging.INFO, logger=HTTP_LOGGER)
     assert (await call(dev.client, "GET", "/v1/sys/health")).status == 200
     assert calls == []
@@ -126,7 +126,7 @@ async def test_each_request_gets_its_own_random_uuid(dev: DevServer) -> None:
 
 def test_new_request_id_sets_version_and_variant_bits() -> None:
     for _ in range(200):
-        parsed = uuid.UUID(middleware.new_request_id())
+        parsed = uuid.UUID(edge.new_request_id())
         assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
 
 

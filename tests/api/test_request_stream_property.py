@@ -33,7 +33,7 @@ METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "LIST", "HELP", "
 
 @web.middleware
 async def _restore_verb(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """What the edge middleware does first: the verb the tunnel carried."""
+    """What the edge does first: the verb the tunnel carried."""
     return await handler(untunnelled(request))
 
 

@@ -63,6 +63,25 @@ async def test_only_shipped_files_are_served(ui_on: TestClient, path: str) -> No
     assert (await reply.json())["errors"]
 
 
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/ui/"), ("DELETE", "/"), ("PUT", "/ui/app.css")]
+)
+async def test_another_verb_on_a_page_is_the_apis_405(
+    ui_on: TestClient, method: str, path: str
+) -> None:
+    """The fallback route finds that a page has the path but not the verb, as
+    aiohttp's router would, and answers through the edge like any error."""
+    reply = await ui_on.request(method, path, allow_redirects=False)
+    assert reply.status == 405
+    assert (await reply.json())["errors"] == ["unsupported operation"]
+    assert reply.headers["X-Request-Id"] and reply.headers["Server"] == "Coffer"
+
+
+def test_the_app_has_no_middleware() -> None:
+    """The edge wraps each handler: a middleware would cost every request aiohttp's chaining."""
+    assert not create_app(Core(InmemBackend()), ui=True).middlewares
+
+
 async def test_without_ui_nothing_is_served() -> None:
     client = await _client(False)
     try:
