@@ -66,6 +66,9 @@ class SealWrapStorage:
     async def get(self, key: str) -> StoredValue | None:
         return await self._barrier.get(key)  # unwrapping is decided by the stored marker
 
+    def read_generation(self) -> int | None:
+        return self._barrier.read_generation()
+
     async def put(self, key: str, value: bytes) -> int:
         return await self._barrier.put(key, value, wrap=self._wraps(key))
 

@@ -32,6 +32,10 @@ class Storage(Protocol):
 
     async def commit(self, ops: Sequence[TxnOp]) -> int: ...
 
+    def read_generation(self) -> int | None:
+        """Changes whenever a stored value may have changed (``Barrier.read_generation``)."""
+        ...
+
 
 class BarrierView:
     """A chroot over the barrier: every key is prefixed, ``..`` is refused.
@@ -48,6 +52,10 @@ class BarrierView:
 
     def sub_view(self, prefix: str) -> BarrierView:
         return BarrierView(self._storage, self.prefix + prefix)
+
+    def read_generation(self) -> int | None:
+        """The barrier's read generation, for memos of reads (``node.memo.GenerationMemo``)."""
+        return self._storage.read_generation()
 
     def _full(self, key: str) -> str:
         if ".." in key and any(part == ".." for part in key.split("/")):

@@ -29,11 +29,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from node.barrier.view import BarrierView
-from node.memo import DecodeMemo
+from node.memo import DecodeMemo, GenerationMemo
 from node.tokens.batch import BatchCodec
 from node.tokens.entry import TokenEntry
 from node.tokens.ids import new_accessor, new_token_id, with_namespace
 from sdk import jsoncodec
+from sdk.epoch_lru import MISS
 from sdk.errors import InvalidRequestError, PermissionDeniedError, RevisionMismatchError
 from sdk.physical import Delete, Put, TxnOp
 
@@ -77,8 +78,8 @@ class TokenStore:
         without it nothing is kept by token ID."""
         self._view = view
         self._generation = generation
-        #: token ID -> (read generation, entry) of recent lookups, oldest first.
-        self._recent: dict[str, tuple[int, TokenEntry]] = {}
+        #: token ID -> entry of recent lookups, while the read generation holds.
+        self._recent: GenerationMemo[str, TokenEntry] = GenerationMemo(_RECENT_ENTRIES)
         self._salt: bytes | None = None
         self.batch = BatchCodec(view)
         self.on_revoke: list[RevokeHook] = []
@@ -203,13 +204,13 @@ class TokenStore:
         generation = self._generation() if self._generation is not None else None
         if generation is None:
             return await self.get_by_key(await self.hash_id(token_id))
-        recent = self._recent.get(token_id)
-        if recent is not None and recent[0] == generation:
-            return recent[1]
+        recent = self._recent.get(token_id, generation)
+        if recent is not MISS:
+            return recent
         # The generation is taken before the read: a change while it runs is not kept.
         entry = await self.get_by_key(await self.hash_id(token_id))
         if entry is not None:
-            _keep(self._recent, token_id, (generation, entry), _RECENT_ENTRIES)
+            self._recent.keep(token_id, generation, entry)
         return entry
 
     async def get_by_key(self, key: str) -> TokenEntry | None:

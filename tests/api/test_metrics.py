@@ -175,12 +175,18 @@ async def test_the_read_cache_is_exported(dev: DevServer) -> None:
         await call(dev.client, "PUT", path, json_body={"data": {"a": "1"}}, headers=dev.auth)
     ).status == 200
     assert (await call(dev.client, "GET", path, headers=dev.auth)).status == 200
+    other = {"data": {"b": "2"}}
     before = await _cache_samples(dev)
     for _ in range(3):
+        # A write elsewhere between reads: with nothing stored changed, the KV store
+        # and the token store would answer from their own memos, not the cache.
+        put = await call(
+            dev.client, "PUT", "/v1/secret/data/other", json_body=other, headers=dev.auth
+        )
+        assert put.status == 200
         assert (await call(dev.client, "GET", path, headers=dev.auth)).status == 200
     after = await _cache_samples(dev)
-    # each read finds the key's metadata and its version in the cache (the token's
-    # entry the token store keeps while nothing stored changes)
+    # each read finds the key's metadata and its version in the cache
     assert after["coffer_cache_hit_total"] >= before["coffer_cache_hit_total"] + 6
     assert after["coffer_cache_entries"] > 0
     assert "coffer_cache_miss_total" in after

@@ -14,8 +14,9 @@ from node.barrier.barrier import StoredValue
 from node.barrier.view import BarrierView
 from node.engines.kv.records import KeyMetadata, MountConfig
 from node.logical.response import Response
-from node.memo import DecodeMemo
+from node.memo import DecodeMemo, GenerationMemo
 from sdk import jsoncodec
+from sdk.epoch_lru import MISS
 from sdk.errors import (
     InvalidRequestError,
     RevisionMismatchError,
@@ -74,15 +75,30 @@ def _decode_config(raw: bytes) -> MountConfig:
     return MountConfig.from_json(jsoncodec.loads(raw))
 
 
+#: Reads (metadata, version bodies) kept while nothing stored changes: at least a
+#: working set of hot secrets; each entry is shared with the decode memos.
+_READS_KEPT = 4096
+
+
 class KVStore:
     """Records decoded from storage are shared (see ``DecodeMemo``) and never
-    mutated: ``mutate`` works on a copy. The memo lives as long as the mount's
-    backend, which the router drops on seal."""
+    mutated: ``mutate`` works on a copy. The memos live as long as the mount's
+    backend, which the router drops on seal.
+
+    What a read (``load``, ``version_data``) found is also kept while the
+    barrier's read generation holds still (``GenerationMemo``), so a read of a
+    key read before, with no write in between, skips storage entirely.
+    ``mutate`` always reads storage: its transaction is conditioned on what it read.
+    """
 
     def __init__(self, view: BarrierView) -> None:
         self.view = view
         self._metadata: DecodeMemo[KeyMetadata] = DecodeMemo(_decode_metadata)
         self._bodies: DecodeMemo[Any] = DecodeMemo(_decode_body)
+        self._loaded: GenerationMemo[str, tuple[KeyMetadata | None, int]] = GenerationMemo(
+            _READS_KEPT
+        )
+        self._versions: GenerationMemo[str, dict[str, Any]] = GenerationMemo(_READS_KEPT)
         self._config: DecodeMemo[MountConfig] = DecodeMemo(_decode_config, capacity=1)
 
     async def config(self) -> MountConfig:
@@ -111,8 +127,14 @@ class KVStore:
 
     async def load(self, path: str) -> tuple[KeyMetadata | None, int]:
         """The key's metadata (shared: read it, do not change it) and its revision."""
+        generation = self.view.read_generation()  # before the read: see GenerationMemo
+        kept = self._loaded.get(path, generation)
+        if kept is not MISS:
+            return kept
         meta, found = await self._load(path)
-        return meta, found.revision if found else 0
+        loaded = meta, found.revision if found else 0
+        self._loaded.keep(path, generation, loaded)
+        return loaded
 
     async def _load(self, path: str) -> tuple[KeyMetadata | None, StoredValue | None]:
         found = await self.view.get(f"metadata/{path}") if valid_key(path) else None
@@ -126,10 +148,16 @@ class KVStore:
     async def version_data(self, meta: KeyMetadata, version: int) -> dict[str, Any]:
         """A version's body, shared with other readers: never change it (``merge_patch``
         and the response encoders only read it)."""
-        found = await self.view.get(self.version_key(meta, version))
+        key = self.version_key(meta, version)
+        generation = self.view.read_generation()
+        kept = self._versions.get(key, generation)
+        if kept is not MISS:
+            return kept
+        found = await self.view.get(key)
         body = self._bodies.decode(found.key, found.value) if found else None
         if not isinstance(body, dict):
             raise StorageError("could not find version data")
+        self._versions.keep(key, generation, body)
         return body
 
     async def mutate(self, path: str, mutation: Mutation, *, create: bool = False) -> KeyMetadata:

@@ -24,6 +24,9 @@ class Yielding(InmemBackend):
         await asyncio.sleep(0)
         return await super().commit(ops)
 
+    def read_generation(self) -> int | None:
+        return None  # no read cache: nothing may be memoised
+
 
 def mappings() -> tuple[Mappings, InmemBackend]:
     physical = Yielding()

@@ -1,0 +1,142 @@
+"""A KV v2 store keeps what its reads found only while nothing stored changed:
+a write anywhere, here or applied beneath the barrier, and the next read goes
+to storage again; with the read cache off, every read does."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from node.barrier.barrier import Barrier
+from node.barrier.view import BarrierView
+from node.engines.kv.records import KeyMetadata, MountConfig, now_rfc3339
+from node.engines.kv.store import KVStore
+from node.physical.inmem import InmemBackend
+from sdk import jsoncodec
+from sdk.physical import Put, TxnOp
+
+
+@pytest.fixture
+def root_key() -> bytes:
+    return os.urandom(32)
+
+
+@pytest.fixture
+async def barrier(root_key: bytes) -> Barrier:
+    barrier = Barrier(InmemBackend())
+    await barrier.initialize(root_key)
+    return barrier
+
+
+@pytest.fixture
+def view(barrier: Barrier) -> BarrierView:
+    return BarrierView(barrier, "logical/kv/")
+
+
+async def _write(store: KVStore, path: str, body: dict[str, Any]) -> KeyMetadata:
+    async def add(meta: KeyMetadata) -> list[TxnOp]:
+        meta.add_version(now_rfc3339(), "", MountConfig())
+        return [Put(store.version_key(meta, meta.current_version), jsoncodec.dumps(body))]
+
+    return await store.mutate(path, add, create=True)
+
+
+async def _read(store: KVStore, path: str) -> tuple[int, dict[str, Any]]:
+    meta, _ = await store.load(path)
+    assert meta is not None
+    return meta.current_version, await store.version_data(meta, meta.current_version)
+
+
+def _count_reads(view: BarrierView, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    reads: list[str] = []
+    real = view.get
+
+    async def counted(key: str) -> object:
+        reads.append(key)
+        return await real(key)
+
+    monkeypatch.setattr(view, "get", counted)
+    return reads
+
+
+async def test_a_secret_read_again_with_nothing_changed_is_not_read_from_storage(
+    view: BarrierView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = KVStore(view)
+    await _write(store, "app", {"v": 1})
+    reads = _count_reads(view, monkeypatch)
+    first = await _read(store, "app")
+    assert first == (1, {"v": 1}) and len(reads) == 2  # metadata, then the version
+    assert await _read(store, "app") == first
+    assert await store.load("missing") == (None, 0)
+    assert await store.load("missing") == (None, 0)
+    assert len(reads) == 3
+
+
+async def test_a_write_anywhere_and_the_next_read_goes_to_storage(
+    barrier: Barrier, view: BarrierView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = KVStore(view)
+    await _write(store, "app", {"v": 1})
+    await _read(store, "app")
+    reads = _count_reads(view, monkeypatch)
+
+    await BarrierView(barrier, "logical/other/").put("unrelated", b"x")
+    assert await _read(store, "app") == (1, {"v": 1})
+    assert len(reads) == 2
+
+    await _write(store, "app", {"v": 2})
+    assert await _read(store, "app") == (2, {"v": 2})
+
+
+async def test_a_change_applied_beneath_the_barrier_is_seen_on_the_next_read(
+    barrier: Barrier, view: BarrierView, root_key: bytes
+) -> None:
+    """Another node's write reaches this one as storage changed underneath, and
+    the invalidation that follows every applied entry (``node.cluster.invalidation``)."""
+    here = KVStore(view)
+    await _write(here, "app", {"v": 1})
+    assert await _read(here, "app") == (1, {"v": 1})
+
+    active_barrier = Barrier(barrier.physical)
+    await active_barrier.unseal(root_key)
+    await _write(KVStore(BarrierView(active_barrier, "logical/kv/")), "app", {"v": 2})
+    assert await _read(here, "app") == (1, {"v": 1})  # not told yet: as the read cache
+
+    barrier.cache.invalidate(["logical/kv/metadata/app"])
+    assert await _read(here, "app") == (2, {"v": 2})
+
+
+async def test_a_change_while_a_read_runs_is_not_kept(
+    barrier: Barrier, view: BarrierView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = KVStore(view)
+    await _write(store, "app", {"v": 1})
+    real = view.get
+
+    async def raced(key: str) -> object:
+        found = await real(key)
+        barrier.cache.invalidate(["logical/kv/elsewhere"])  # a write lands meanwhile
+        return found
+
+    monkeypatch.setattr(view, "get", raced)
+    await _read(store, "app")
+    monkeypatch.undo()
+    reads = _count_reads(view, monkeypatch)
+    await _read(store, "app")
+    assert len(reads) == 2
+
+
+async def test_with_the_read_cache_off_every_read_goes_to_storage(
+    barrier: Barrier, view: BarrierView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = KVStore(view)
+    await _write(store, "app", {"v": 1})
+    barrier.cache.configure(barrier.cache.size, enabled=False)
+    assert view.read_generation() is None
+    reads = _count_reads(view, monkeypatch)
+    for _ in range(3):
+        assert await _read(store, "app") == (1, {"v": 1})
+    assert len(reads) == 6
