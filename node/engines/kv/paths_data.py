@@ -109,8 +109,7 @@ class DataPaths:
         ]
 
     async def _exists(self, request: Request, data: FieldData) -> bool:
-        meta, _ = await self._store.load(data.get("path"))
-        return meta is not None
+        return await self._store.exists(data.get("path"))
 
     async def _version(self, data: FieldData) -> tuple[KeyMetadata, int, bool]:
         """The requested version and whether it is live; 404 when there is none."""

@@ -81,8 +81,7 @@ class MetadataPaths:
         ]
 
     async def _exists(self, request: Request, data: FieldData) -> bool:
-        meta, _ = await self._store.load(data.get("path"))
-        return meta is not None
+        return await self._store.exists(data.get("path"))
 
     async def _read(self, request: Request, data: FieldData) -> Response:
         meta, _ = await self._store.load(data.get("path"))

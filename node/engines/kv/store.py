@@ -136,6 +136,12 @@ class KVStore:
         self._loaded.keep(path, generation, loaded)
         return loaded
 
+    async def exists(self, path: str) -> bool:
+        """Whether the key has metadata: the existence probe before every write,
+        which a write then moves past, so nothing is kept for it."""
+        meta, _ = await self._load(path)
+        return meta is not None
+
     async def _load(self, path: str) -> tuple[KeyMetadata | None, StoredValue | None]:
         found = await self.view.get(f"metadata/{path}") if valid_key(path) else None
         if found is None:

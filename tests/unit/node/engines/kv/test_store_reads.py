@@ -75,6 +75,21 @@ async def test_a_secret_read_again_with_nothing_changed_is_not_read_from_storage
     assert len(reads) == 3
 
 
+async def test_the_existence_probe_before_a_write_keeps_nothing(
+    view: BarrierView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write probes first and then moves the generation: keeping the probe's
+    read would only cost the write."""
+    store = KVStore(view)
+    await _write(store, "app", {"v": 1})
+    reads = _count_reads(view, monkeypatch)
+    assert await store.exists("app") and await store.exists("app")
+    assert not await store.exists("missing")
+    assert len(reads) == 3
+    await _read(store, "app")
+    assert len(reads) == 5
+
+
 async def test_a_write_anywhere_and_the_next_read_goes_to_storage(
     barrier: Barrier, view: BarrierView, monkeypatch: pytest.MonkeyPatch
 ) -> None:
