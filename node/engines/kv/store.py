@@ -32,6 +32,9 @@ _MAX_RETRIES = 100
 #: Changes one key's metadata in place and returns the other ops of its transaction.
 Mutation = Callable[[KeyMetadata], Awaitable[list[TxnOp]]]
 
+#: A key's decoded metadata and the stored record it came from (both None if absent).
+Loaded = tuple[KeyMetadata | None, StoredValue | None]
+
 
 class Abort(Exception):
     """Ends a mutation without committing and answers with ``response``
@@ -88,7 +91,9 @@ class KVStore:
     What a read (``load``, ``version_data``) found is also kept while the
     barrier's read generation holds still (``GenerationMemo``), so a read of a
     key read before, with no write in between, skips storage entirely.
-    ``mutate`` always reads storage: its transaction is conditioned on what it read.
+    ``mutate`` reads storage, since its transaction is conditioned on what it
+    read; only its first attempt may take what the existence probe before it
+    (``exists``) just read, if nothing stored changed in between.
     """
 
     def __init__(self, view: BarrierView) -> None:
@@ -99,6 +104,8 @@ class KVStore:
             _READS_KEPT
         )
         self._versions: GenerationMemo[str, dict[str, Any]] = GenerationMemo(_READS_KEPT)
+        #: The last existence probe: (path, read generation, what it read).
+        self._probed: tuple[str, int, Loaded] | None = None
         self._config: DecodeMemo[MountConfig] = DecodeMemo(_decode_config, capacity=1)
 
     async def config(self) -> MountConfig:
@@ -137,12 +144,24 @@ class KVStore:
         return loaded
 
     async def exists(self, path: str) -> bool:
-        """Whether the key has metadata: the existence probe before every write,
-        which a write then moves past, so nothing is kept for it."""
-        meta, _ = await self._load(path)
-        return meta is not None
+        """Whether the key has metadata: the existence probe before every write.
+        Nothing is kept for later reads (the write moves the generation at once);
+        the write itself may take what it read (``_take_probed``)."""
+        generation = self.view.read_generation()
+        loaded = await self._load(path)
+        self._probed = (path, generation, loaded) if generation is not None else None
+        return loaded[0] is not None
 
-    async def _load(self, path: str) -> tuple[KeyMetadata | None, StoredValue | None]:
+    def _take_probed(self, path: str) -> Loaded | None:
+        """What the probe of ``path`` read, if nothing stored changed since it began
+        (the pipeline runs the write right after it; another request's probe
+        in between replaces it). Taken once: a retry reads storage."""
+        probed, self._probed = self._probed, None
+        if probed is None or probed[0] != path or probed[1] != self.view.read_generation():
+            return None
+        return probed[2]
+
+    async def _load(self, path: str) -> Loaded:
         found = await self.view.get(f"metadata/{path}") if valid_key(path) else None
         if found is None:
             return None, None
@@ -175,8 +194,10 @@ class KVStore:
         if create and not valid_key(path):
             raise InvalidRequestError(f"invalid secret path {path!r}")
         key = f"metadata/{path}"
+        probed = self._take_probed(path)
         for _ in range(_MAX_RETRIES):
-            stored, found = await self._load(path)
+            stored, found = probed or await self._load(path)
+            probed = None
             if stored is None or found is None:
                 if not create:
                     raise UnsupportedPathError()

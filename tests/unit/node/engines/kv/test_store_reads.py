@@ -75,11 +75,11 @@ async def test_a_secret_read_again_with_nothing_changed_is_not_read_from_storage
     assert len(reads) == 3
 
 
-async def test_the_existence_probe_before_a_write_keeps_nothing(
+async def test_the_existence_probe_keeps_nothing_for_later_reads(
     view: BarrierView, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every write probes first and then moves the generation: keeping the probe's
-    read would only cost the write."""
+    read for reads would only cost the write."""
     store = KVStore(view)
     await _write(store, "app", {"v": 1})
     reads = _count_reads(view, monkeypatch)
@@ -88,6 +88,52 @@ async def test_the_existence_probe_before_a_write_keeps_nothing(
     assert len(reads) == 3
     await _read(store, "app")
     assert len(reads) == 5
+
+
+async def test_a_write_right_after_its_probe_takes_what_the_probe_read(
+    view: BarrierView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = KVStore(view)
+    await _write(store, "app", {"v": 1})
+    reads = _count_reads(view, monkeypatch)
+    assert await store.exists("app")
+    await _write(store, "app", {"v": 2})
+    assert reads == ["metadata/app"]
+    await _write(store, "app", {"v": 3})  # no probe: the write reads for itself
+    assert reads == ["metadata/app"] * 2
+    assert await _read(store, "app") == (3, {"v": 3})
+
+
+async def test_a_write_reads_again_when_anything_changed_since_its_probe(
+    barrier: Barrier, view: BarrierView, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = KVStore(view)
+    await _write(store, "app", {"v": 1})
+    reads = _count_reads(view, monkeypatch)
+    assert await store.exists("app")
+    await _write(store, "app", {"v": 2})  # moves the generation
+    assert not await store.exists("new")
+    await _write(store, "app", {"v": 3})  # the probe was of another path
+    assert await store.exists("app")
+    barrier.cache.invalidate(["logical/kv/elsewhere"])  # a write lands in between
+    await _write(store, "app", {"v": 4})
+    assert reads == ["metadata/app", "metadata/new", "metadata/app"] + ["metadata/app"] * 2
+    assert await _read(store, "app") == (4, {"v": 4})
+
+
+async def test_a_probe_that_raced_a_concurrent_write_only_costs_a_retry(
+    root_key: bytes, barrier: Barrier, view: BarrierView
+) -> None:
+    """Even a stale probe (another node's write not yet reported here) loses no
+    write: the transaction is conditioned on the revision the probe saw."""
+    store = KVStore(view)
+    await _write(store, "app", {"v": 1})
+    other = Barrier(barrier.physical)
+    await other.unseal(root_key)
+    assert await store.exists("app")
+    await _write(KVStore(BarrierView(other, "logical/kv/")), "app", {"v": 2})
+    meta = await _write(store, "app", {"v": 3})
+    assert meta.current_version == 3
 
 
 async def test_a_write_anywhere_and_the_next_read_goes_to_storage(
