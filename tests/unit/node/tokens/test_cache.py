@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -16,22 +15,10 @@ import pytest
 
 from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
-from node.physical.inmem import InmemBackend
 from node.tokens.entry import TokenEntry
 from node.tokens.store import TokenStore
 from sdk.errors import PermissionDeniedError
-
-
-@pytest.fixture
-def root_key() -> bytes:
-    return os.urandom(32)
-
-
-@pytest.fixture
-async def barrier(root_key: bytes) -> Barrier:
-    barrier = Barrier(InmemBackend())
-    await barrier.initialize(root_key)
-    return barrier
+from tests.support.view_reads import count_reads
 
 
 @pytest.fixture
@@ -162,24 +149,12 @@ async def test_seal_drops_decoded_entries(view: BarrierView, make_store: StoreFa
 # -- entries kept by token ID ----------------------------------------------------
 
 
-def _count_reads(view: BarrierView, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    reads: list[str] = []
-    real = view.get
-
-    async def counted(key: str) -> object:
-        reads.append(key)
-        return await real(key)
-
-    monkeypatch.setattr(view, "get", counted)
-    return reads
-
-
 async def test_a_token_is_read_once_while_nothing_stored_changes(
     barrier: Barrier, view: BarrierView, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = TokenStore(view, generation=barrier.read_generation)
     token, _ = await store.store_new(new_entry())
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
     first = await store.lookup(token)
     assert first is not None and reads == [f"id/{first.key}"]
     assert await store.lookup(token) is first
@@ -199,7 +174,7 @@ async def test_without_the_generation_every_lookup_reads(
     token, _ = await store.store_new(new_entry())
     barrier.cache.configure(barrier.cache.size, enabled=False)
     assert barrier.read_generation() is None
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
     for _ in range(3):
         assert await store.lookup(token) is not None
     assert len(reads) == 3

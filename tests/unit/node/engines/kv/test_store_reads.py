@@ -4,7 +4,6 @@ to storage again; with the read cache off, every read does."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -13,21 +12,9 @@ from node.barrier.barrier import Barrier
 from node.barrier.view import BarrierView
 from node.engines.kv.records import KeyMetadata, MountConfig, now_rfc3339
 from node.engines.kv.store import KVStore
-from node.physical.inmem import InmemBackend
 from sdk import jsoncodec
 from sdk.physical import Put, TxnOp
-
-
-@pytest.fixture
-def root_key() -> bytes:
-    return os.urandom(32)
-
-
-@pytest.fixture
-async def barrier(root_key: bytes) -> Barrier:
-    barrier = Barrier(InmemBackend())
-    await barrier.initialize(root_key)
-    return barrier
+from tests.support.view_reads import count_reads
 
 
 @pytest.fixture
@@ -49,24 +36,12 @@ async def _read(store: KVStore, path: str) -> tuple[int, dict[str, Any]]:
     return meta.current_version, await store.version_data(meta, meta.current_version)
 
 
-def _count_reads(view: BarrierView, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    reads: list[str] = []
-    real = view.get
-
-    async def counted(key: str) -> object:
-        reads.append(key)
-        return await real(key)
-
-    monkeypatch.setattr(view, "get", counted)
-    return reads
-
-
 async def test_a_secret_read_again_with_nothing_changed_is_not_read_from_storage(
     view: BarrierView, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = KVStore(view)
     await _write(store, "app", {"v": 1})
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
     first = await _read(store, "app")
     assert first == (1, {"v": 1}) and len(reads) == 2  # metadata, then the version
     assert await _read(store, "app") == first
@@ -82,7 +57,7 @@ async def test_the_existence_probe_keeps_nothing_for_later_reads(
     read for reads would only cost the write."""
     store = KVStore(view)
     await _write(store, "app", {"v": 1})
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
     assert await store.exists("app") and await store.exists("app")
     assert not await store.exists("missing")
     assert len(reads) == 3
@@ -95,7 +70,7 @@ async def test_a_write_right_after_its_probe_takes_what_the_probe_read(
 ) -> None:
     store = KVStore(view)
     await _write(store, "app", {"v": 1})
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
     assert await store.exists("app")
     await _write(store, "app", {"v": 2})
     assert reads == ["metadata/app"]
@@ -109,7 +84,7 @@ async def test_a_write_reads_again_when_anything_changed_since_its_probe(
 ) -> None:
     store = KVStore(view)
     await _write(store, "app", {"v": 1})
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
     assert await store.exists("app")
     await _write(store, "app", {"v": 2})  # moves the generation
     assert not await store.exists("new")
@@ -142,7 +117,7 @@ async def test_a_write_anywhere_and_the_next_read_goes_to_storage(
     store = KVStore(view)
     await _write(store, "app", {"v": 1})
     await _read(store, "app")
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
 
     await BarrierView(barrier, "logical/other/").put("unrelated", b"x")
     assert await _read(store, "app") == (1, {"v": 1})
@@ -185,7 +160,7 @@ async def test_a_change_while_a_read_runs_is_not_kept(
     monkeypatch.setattr(view, "get", raced)
     await _read(store, "app")
     monkeypatch.undo()
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
     await _read(store, "app")
     assert len(reads) == 2
 
@@ -197,7 +172,7 @@ async def test_with_the_read_cache_off_every_read_goes_to_storage(
     await _write(store, "app", {"v": 1})
     barrier.cache.configure(barrier.cache.size, enabled=False)
     assert view.read_generation() is None
-    reads = _count_reads(view, monkeypatch)
+    reads = count_reads(view, monkeypatch)
     for _ in range(3):
         assert await _read(store, "app") == (1, {"v": 1})
     assert len(reads) == 6
