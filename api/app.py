@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from api.edge import at_edge, fallback_routes
+from api.edge import add_fallback, at_edge
 from api.expect import checked_expect, plain_expect, with_expect
 from api.forwarding import FORWARDER, Forwarder
 from api.keys import CORE, LIMITS
@@ -78,5 +78,5 @@ def create_app(
     app.add_routes(at_edge(with_expect(logical_routes(), checked_expect)))
     if ui:
         app.add_routes(at_edge(ui_routes()))
-    app.add_routes(fallback_routes())
+    add_fallback(app)
     return app

@@ -4,9 +4,9 @@ request log, and on a clustered node the choice of where a request is served.
 It wraps each route's handler (:func:`at_edge`) instead of being an aiohttp
 middleware: an app with any middleware pays aiohttp's chaining on every request
 (its ``current_app`` middleware's frame and a cached chain lookup), ~1 % of a
-KV read's CPU. So the app has no middleware, and the last route
-(:func:`fallback_routes`) answers every path no other route takes, so that
-a miss is the API's JSON 404 as well.
+KV read's CPU. So the app has no middleware, and the last resource
+(:func:`add_fallback`) answers every request no route takes, so that a miss
+is the API's JSON 404 or 405 as well.
 
 The error table lives here, once: core errors map by their class's
 ``status``; aiohttp's own HTTP errors (413, 404, 405) keep theirs; anything
@@ -18,8 +18,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
+from yarl import URL
 
 from api.cors import BrowserCors, browser_cors
 from api.envelope import error_response
@@ -30,7 +32,7 @@ from api.method_tunnel import untunnelled
 from sdk.errors import CofferError
 from sdk.random_pool import random_uuid4
 
-__all__ = ["at_edge", "fallback_routes", "new_request_id", "serve_at_edge"]
+__all__ = ["add_fallback", "at_edge", "new_request_id", "serve_at_edge"]
 
 log = logging.getLogger("coffer.http")
 
@@ -183,8 +185,36 @@ async def _unrouted(request: web.Request) -> web.StreamResponse:
     raise web.HTTPNotFound()
 
 
-def fallback_routes() -> list[web.RouteDef]:
+class _EveryTarget(web.Resource):
+    """A resource that takes every request target: a path with a decoded line
+    break (beyond any ``.*`` pattern) and the asterisk form (``OPTIONS *``),
+    which no path pattern can match, as well. aiohttp's router tries it last
+    (it is indexed under ``/``, where every target's walk ends)."""
+
+    @property
+    def canonical(self) -> str:
+        return "/"
+
+    def _match(self, path: str) -> dict[str, str] | None:
+        return {}
+
+    def raw_match(self, path: str) -> bool:
+        return False
+
+    def url_for(self, **kwargs: str) -> URL:
+        return URL("/")
+
+    def add_prefix(self, prefix: str) -> None:
+        raise NotImplementedError("the fallback resource belongs to the root app")
+
+    def get_info(self) -> Any:  # aiohttp's own type for it is private
+        return {"path": "*"}
+
+
+def add_fallback(app: web.Application) -> None:
     """Added last: a request no other route takes gets the edge's JSON 404 or 405
     (aiohttp's own answers, with no middleware to turn them into the API's, are
     plain text)."""
-    return at_edge([web.route("*", "/{tail:.*}", _unrouted)])
+    resource = _EveryTarget()
+    app.router.register_resource(resource)
+    resource.add_route("*", _edged(_unrouted))

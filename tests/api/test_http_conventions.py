@@ -7,6 +7,7 @@ every response has ``Cache-Control: no-store`` and an ``X-Request-Id``; LIST and
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -256,6 +257,30 @@ async def test_unknown_path_outside_v1_is_404(dev: DevServer, path: str, method:
     reply = await call(dev.client, method, path, headers=dev.auth)
 
     assert_error(reply, 404)
+
+
+@pytest.mark.parametrize("path", ["/v1/cubbyhole/a%0Ab", "/nope%0A", "/%0D%0A"])
+async def test_a_path_with_a_line_break_is_the_apis_404(dev: DevServer, path: str) -> None:
+    """Beyond every route's ``.*``: the fallback takes it, not aiohttp's text 404
+    (the OpenAPI fuzz found these)."""
+    reply = await call(dev.client, "GET", path, headers=dev.auth)
+
+    assert_error(reply, 404)
+
+
+async def test_the_asterisk_target_is_the_apis_404(dev: DevServer) -> None:
+    """``OPTIONS *`` matches no path pattern at all; the edge still answers it."""
+    assert dev.client.port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", dev.client.port)
+    try:
+        writer.write(b"OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await reader.read()
+    finally:
+        writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 404 ")
+    assert b"\r\nServer: Coffer\r\n" in head and b"\r\nX-Request-Id: " in head
+    assert json.loads(body) == {"errors": ["unsupported path"]}
 
 
 async def test_unknown_path_outside_v1_is_404_even_sealed(

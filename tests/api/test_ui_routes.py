@@ -69,7 +69,7 @@ async def test_only_shipped_files_are_served(ui_on: TestClient, path: str) -> No
 async def test_another_verb_on_a_page_is_the_apis_405(
     ui_on: TestClient, method: str, path: str
 ) -> None:
-    """The fallback route finds that a page has the path but not the verb, as
+    """The fallback resource finds that a page has the path but not the verb, as
     aiohttp's router would, and answers through the edge like any error."""
     reply = await ui_on.request(method, path, allow_redirects=False)
     assert reply.status == 405
