@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from aiohttp import web
@@ -185,18 +185,23 @@ async def _unrouted(request: web.Request) -> web.StreamResponse:
     raise web.HTTPNotFound()
 
 
-class _EveryTarget(web.Resource):
+class _EveryTarget(web.AbstractResource):
     """A resource that takes every request target: a path with a decoded line
     break (beyond any ``.*`` pattern) and the asterisk form (``OPTIONS *``),
     which no path pattern can match, as well. aiohttp's router tries it last
-    (it is indexed under ``/``, where every target's walk ends)."""
+    (it is indexed under ``/``, where every target's walk ends). Built on
+    aiohttp's public resource interface: one route, any method."""
+
+    def __init__(self, handler: Handler) -> None:
+        super().__init__()
+        self._route = web.ResourceRoute("*", handler, self)
+
+    async def resolve(self, request: web.Request) -> tuple[web.UrlMappingMatchInfo, set[str]]:
+        return web.UrlMappingMatchInfo({}, self._route), {"*"}
 
     @property
     def canonical(self) -> str:
         return "/"
-
-    def _match(self, path: str) -> dict[str, str] | None:
-        return {}
 
     def raw_match(self, path: str) -> bool:
         return False
@@ -210,11 +215,15 @@ class _EveryTarget(web.Resource):
     def get_info(self) -> Any:  # aiohttp's own type for it is private
         return {"path": "*"}
 
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self) -> Iterator[web.ResourceRoute]:
+        return iter((self._route,))
+
 
 def add_fallback(app: web.Application) -> None:
     """Added last: a request no other route takes gets the edge's JSON 404 or 405
     (aiohttp's own answers, with no middleware to turn them into the API's, are
     plain text)."""
-    resource = _EveryTarget()
-    app.router.register_resource(resource)
-    resource.add_route("*", _edged(_unrouted))
+    app.router.register_resource(_EveryTarget(_edged(_unrouted)))
