@@ -57,6 +57,20 @@ def set_keepalive(sock, after_idle_sec=1, interval_sec=3, max_fails=5):
         set_keepalive_windows(sock, after_idle_sec, interval_sec, max_fails)
 
 
+def wrapConnected(sslContext, sock, serverSide):
+    """coffer: ``sock`` wrapped for TLS (handshake still to do), or OSError with
+    nothing left unclosed.
+
+    CPython before 3.12 (gh-113280) leaks the SSLSocket ``wrap_socket`` makes
+    when the peer has already reset the connection: its connected check's
+    ``recv(1)`` raises ECONNRESET and nothing closes the new socket, which then
+    owns the file descriptor (the plain one is detached). A socket that is no
+    longer connected raises here instead, still owning its descriptor, so the
+    caller's close releases it."""
+    sock.getpeername()  # OSError (ENOTCONN) once a reset has been received
+    return sslContext.wrap_socket(sock, server_side=serverSide, do_handshake_on_connect=False)
+
+
 class TcpConnection(object):
 
     def __init__(self, poller, onMessageReceived = None, onConnected = None, onDisconnected = None,
@@ -207,8 +221,7 @@ class TcpConnection(object):
 
     def __startTls(self):
         """coffer: wrap the connected socket for the client side of mutual TLS."""
-        self.__socket = self.__sslContext.wrap_socket(
-            self.__socket, server_side=False, do_handshake_on_connect=False)
+        self.__socket = wrapConnected(self.__sslContext, self.__socket, serverSide=False)
         self.__handshaking = True
 
     def __handshake(self):

@@ -3,7 +3,7 @@ import logging
 import socket
 
 from .poller import POLL_EVENT_TYPE
-from .tcp_connection import TcpConnection, _getAddrType
+from .tcp_connection import TcpConnection, _getAddrType, wrapConnected
 
 
 logger = logging.getLogger(__name__)
@@ -83,8 +83,7 @@ class TcpServer(object):
                 sock.setblocking(0)
                 if self.__sslContext is not None:
                     # coffer: the handshake runs in the connection, on poller events.
-                    sock = self.__sslContext.wrap_socket(
-                        sock, server_side=True, do_handshake_on_connect=False)
+                    sock = wrapConnected(self.__sslContext, sock, serverSide=True)
                 conn = TcpConnection(
                     poller=self.__poller,
                     socket=sock,

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import socket
 import ssl
-from collections.abc import AsyncIterator
+import struct
+import warnings
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,9 @@ from cryptography.hazmat.primitives import serialization
 
 from consensus import RaftBackend, RaftConfig
 from consensus._vendor.pysyncobj import SyncObjConf
+from consensus._vendor.pysyncobj.poller import createPoller
+from consensus._vendor.pysyncobj.tcp_connection import TcpConnection, wrapConnected
+from consensus._vendor.pysyncobj.tcp_server import TcpServer
 from consensus._vendor.pysyncobj.transport import TCPTransport
 from consensus.dumps import SnapshotStore
 from consensus.journal import DurableJournal
@@ -320,3 +326,76 @@ async def test_a_read_only_peer_with_a_cluster_certificate_is_refused(
             finally:
                 await asyncio.to_thread(observer.destroy_synchronous)
         assert any("refused a read-only raft peer" in r.getMessage() for r in caplog.records)
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close ``sock`` with an RST (linger 0) instead of a FIN."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+@contextlib.contextmanager
+def resource_warnings() -> Iterator[list[warnings.WarningMessage]]:
+    """The ResourceWarnings raised inside the block, collected at its end."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        found: list[warnings.WarningMessage] = []
+        yield found
+        gc.collect()
+    found += [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def _open_tls_sockets_on(port: int) -> list[ssl.SSLSocket]:
+    gc.collect()
+    found = []
+    for candidate in gc.get_objects():
+        if isinstance(candidate, ssl.SSLSocket) and candidate.fileno() != -1:
+            with contextlib.suppress(OSError):
+                if candidate.getsockname()[1] == port:
+                    found.append(candidate)
+    return found
+
+
+def test_a_connection_reset_before_it_is_accepted_leaves_no_socket_open(tmp_path: Path) -> None:
+    """CPython's wrap_socket (before 3.12, gh-113280) leaked the SSLSocket it made
+    for a connection the peer had already reset; the node then warned of an
+    unclosed socket at its next garbage collection (seen in CI under load)."""
+    server_context, _ = tls_contexts(material(create_cluster_ca(), "n0"), tmp_path / "tls")
+    poller = createPoller("auto")
+    accepted: list[TcpConnection] = []
+    port = free_port()
+    server = TcpServer(poller, "127.0.0.1", port, accepted.append, sslContext=server_context)
+    server.bind()
+    try:
+        _reset(socket.create_connection(("127.0.0.1", port)))
+        poller.poll(1)  # accepts the reset connection and refuses it
+        assert accepted == []
+        # The refusal's log record holds the exception (and so, before the fix, the
+        # leaked socket): look for a descriptor still open rather than its warning.
+        assert _open_tls_sockets_on(port) == []
+        with socket.create_connection(("127.0.0.1", port)):
+            poller.poll(1)  # the server still takes a live peer
+        assert len(accepted) == 1
+    finally:
+        for conn in accepted:
+            conn.disconnect()
+        server.unbind()
+
+
+def test_wrapping_a_socket_whose_peer_reset_it_raises_and_keeps_the_descriptor(
+    tmp_path: Path,
+) -> None:
+    """The outgoing side wraps once TCP connects: a reset in between is an OSError
+    that leaves the plain socket owning its descriptor, for the caller to close."""
+    _, client_context = tls_contexts(material(create_cluster_ca(), "n1"), tmp_path / "tls")
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        with resource_warnings() as leaked:
+            client = socket.create_connection(listener.getsockname())
+            accepted, _ = listener.accept()
+            _reset(accepted)
+            client.setblocking(False)
+            with pytest.raises(OSError):
+                wrapConnected(client_context, client, serverSide=False)
+            assert client.fileno() != -1
+            client.close()
+        assert leaked == []
