@@ -329,7 +329,8 @@ def ratios(records: list[Record]) -> str:
     return _table(header, rows)
 
 
-#: ``coffer-file`` KV v2 writes/s at c=32 before group commit (docs/performance.md).
+#: ``coffer-file`` KV v2 writes/s at c=32 before group commit in the run issue 16 quotes
+#: (another machine): the goal's divisor only when the run has no pairs with that code.
 FILE_WRITES_BEFORE_GROUP_COMMIT = 322.0
 
 
@@ -423,17 +424,21 @@ def _goal_rows(records: list[Record]) -> list[list[str]]:
             rc is not None and rc >= 0.5,
         )
     )
-    file_ops = _ops(_find(records, "coffer-file", "node", "kv2-write", 32))
-    gain = file_ops / FILE_WRITES_BEFORE_GROUP_COMMIT if file_ops is not None else None
-    rows.append(
-        row(
-            "`file` KV v2 writes (c=32) / 322 before group commit",
-            "≥ 5",
-            gain,
-            f"{fmt(file_ops, 0)} ops/s",
-            gain is not None and gain >= 5.0,
-        )
-    )
+    file_write: Series = ("coffer-file", "node", "kv2-write", 32)
+    before: Series = ("coffer-file-before", "node", "kv2-write", 32)
+    if _pairs(records, file_write, before):
+        gain, detail = _goal_ratio(records, file_write, before)
+        name = "`file` KV v2 writes (c=32) / the code before group commit"
+        file_ops = _ops(_find(records, *file_write))
+        if file_ops is not None:  # the issue's own figure, from another machine
+            gain_322 = file_ops / FILE_WRITES_BEFORE_GROUP_COMMIT
+            detail += f"; {fmt(file_ops, 0)} ops/s = {fmt(gain_322, 2)} x 322"
+    else:
+        file_ops = _ops(_find(records, *file_write))
+        gain = file_ops / FILE_WRITES_BEFORE_GROUP_COMMIT if file_ops is not None else None
+        detail = f"{fmt(file_ops, 0)} ops/s"
+        name = "`file` KV v2 writes (c=32) / 322 before group commit"
+    rows.append(row(name, "≥ 5", gain, detail, gain is not None and gain >= 5.0))
     read_c1 = _find(records, "coffer-inmem", "node", "kv2-read", 1)
     p99 = None if read_c1 is None else float(read_c1["p99_ms"])
     rows.append(

@@ -154,6 +154,25 @@ def test_the_p50_goal_is_the_median_of_the_pairs_latency_ratios() -> None:
     assert "| 1.40 |" in p50_row and p50_row.endswith("| yes |")
 
 
+def test_the_file_goal_divides_by_the_code_before_group_commit_in_the_same_run() -> None:
+    """The issue's 322 writes/s came from another machine; with pairs the run measures
+    the code before group commit itself, and 322 only stands beside it."""
+    records = [_record("coffer-file", "node", "kv2-write", 32, 1600.0)]
+    for now, before in ((1600.0, 100.0), (1500.0, 125.0), (1400.0, 140.0)):
+        records += _pair(
+            _record("coffer-file-before", "node", "kv2-write", 32, before),
+            _record("coffer-file", "node", "kv2-write", 32, now),
+        )
+    file_row = tables.goals(records).splitlines()[2:][5]
+    assert file_row.startswith("| `file` KV v2 writes (c=32) / the code before group commit |")
+    assert "| 12.00 |" in file_row and file_row.endswith("| yes |")
+    assert "median of 3 alternated pairs: 16.00, 12.00, 10.00" in file_row
+    assert "1,600 ops/s = 4.97 x 322" in file_row
+    # Without pairs the issue's figure is all there is to divide by.
+    alone = tables.goals(records[:1]).splitlines()[2:][5]
+    assert "/ 322 before group commit" in alone and alone.endswith("| **no** |")
+
+
 def test_the_tables_of_single_measurements_leave_the_goal_pairs_out() -> None:
     records = [
         _record("coffer-inmem", "node", "kv2-read", 32, 3000.0),
@@ -174,7 +193,14 @@ def _target_names(steps: list[plan.Step]) -> list[str]:
 
 def test_the_goal_pairs_alternate_their_order_every_round() -> None:
     names = _target_names(plan.suite("goals"))
-    one_round = ["ceiling", "coffer-inmem", "etcd3", "coffer-raft3"]
+    one_round = [
+        "ceiling",
+        "coffer-inmem",
+        "etcd3",
+        "coffer-raft3",
+        "coffer-file-before",
+        "coffer-file",
+    ]
     assert names == one_round + one_round[::-1] + one_round
     in_standard = [step for step in plan.suite("standard") if step.section == "goals"]
     assert _target_names(in_standard) == names
