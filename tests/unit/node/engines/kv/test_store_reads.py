@@ -30,6 +30,16 @@ async def _write(store: KVStore, path: str, body: dict[str, Any]) -> KeyMetadata
     return await store.mutate(path, add, create=True)
 
 
+async def _write_from_another_node(
+    barrier: Barrier, root_key: bytes, path: str, body: dict[str, Any]
+) -> None:
+    """``body`` written to ``path`` through a second barrier on the same storage, as
+    another node's write arrives: beneath this node's barrier, unreported."""
+    other = Barrier(barrier.physical)
+    await other.unseal(root_key)
+    await _write(KVStore(BarrierView(other, "logical/kv/")), path, body)
+
+
 async def _read(store: KVStore, path: str) -> tuple[int, dict[str, Any]]:
     meta, _ = await store.load(path)
     assert meta is not None
@@ -103,10 +113,8 @@ async def test_a_probe_that_raced_a_concurrent_write_only_costs_a_retry(
     write: the transaction is conditioned on the revision the probe saw."""
     store = KVStore(view)
     await _write(store, "app", {"v": 1})
-    other = Barrier(barrier.physical)
-    await other.unseal(root_key)
     assert await store.exists("app")
-    await _write(KVStore(BarrierView(other, "logical/kv/")), "app", {"v": 2})
+    await _write_from_another_node(barrier, root_key, "app", {"v": 2})
     meta = await _write(store, "app", {"v": 3})
     assert meta.current_version == 3
 
@@ -136,9 +144,7 @@ async def test_a_change_applied_beneath_the_barrier_is_seen_on_the_next_read(
     await _write(here, "app", {"v": 1})
     assert await _read(here, "app") == (1, {"v": 1})
 
-    active_barrier = Barrier(barrier.physical)
-    await active_barrier.unseal(root_key)
-    await _write(KVStore(BarrierView(active_barrier, "logical/kv/")), "app", {"v": 2})
+    await _write_from_another_node(barrier, root_key, "app", {"v": 2})
     assert await _read(here, "app") == (1, {"v": 1})  # not told yet: as the read cache
 
     barrier.cache.invalidate(["logical/kv/metadata/app"])
