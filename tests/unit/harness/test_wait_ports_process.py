@@ -15,6 +15,24 @@ from harness.process import terminate
 from harness.wait import WaitTimeout, wait_until
 
 
+def test_a_port_is_not_handed_out_again_soon_after() -> None:
+    """The kernel may give a just-closed port to the next bind to port 0 (a CI run
+    gave a replication pair's primary and secondary one port); 2,000 picks one at a
+    time would share dozens of ports by chance alone in a range of ~28,000."""
+    picked = [free_port() for _ in range(2000)]
+    assert len(set(picked)) == len(picked)
+
+
+def test_each_xdist_worker_takes_only_its_own_ports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers pick at once; each takes only ports of its own class, so one
+    worker's server never binds a port another just handed out."""
+    for workers in (2, 3):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(workers))
+        for worker in range(workers):
+            monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{worker}")
+            assert {(port >> 1) % workers for port in free_ports(20)} == {worker}
+
+
 def test_free_ports_are_distinct_and_bindable() -> None:
     ports = free_ports(8)
 
