@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections import deque
 from contextlib import ExitStack
 
 __all__ = ["free_port", "free_ports"]
@@ -38,8 +37,8 @@ def _worker_share() -> tuple[int, int]:
 
 
 _lock = threading.Lock()
-_recent: deque[int] = deque()
-_recent_set: set[int] = set()
+#: The latest ports handed out, oldest first (a dict keeps insertion order).
+_recent: dict[int, None] = {}
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -58,7 +57,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             sock.bind((host, 0))
             port = int(sock.getsockname()[1])
-            if (port >> 1) % workers == share and port not in _recent_set:
+            if (port >> 1) % workers == share and port not in _recent:
                 ports.append(port)
                 if len(ports) == count:
                     break
@@ -70,7 +69,6 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
 
 def _remember(port: int) -> None:
-    _recent.append(port)
-    _recent_set.add(port)
+    _recent[port] = None
     if len(_recent) > RECENT_PORTS:
-        _recent_set.discard(_recent.popleft())
+        del _recent[next(iter(_recent))]
