@@ -17,6 +17,7 @@ import pytest
 import trustme
 
 from cli.generate_root import BASE62, decode_token
+from harness.ports import free_port
 from tests.unit.cli.fakes import FakeServer, Terminal, isolate_env, run, serving
 
 SEAL_STATUS: dict[str, Any] = {
@@ -505,11 +506,7 @@ def test_redirect_is_followed_with_method_body_and_token(
 
 
 def test_connection_refused(clean_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import socket
-
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # a port nobody listens on
     code, out, err = run(
         capsys, "operator", "seal", f"-address=http://127.0.0.1:{port}", "-token=t0k"
     )
